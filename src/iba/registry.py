@@ -1,0 +1,71 @@
+"""Name -> implementation, with lazy imports.
+
+Each kind maps names to "module:attribute" strings; nothing is imported until it is used, so a
+heavy optional dependency costs nothing unless its component is chosen. Third parties add their
+own with `register(kind, name, "pkg.module:Class")` or through the entry-point group
+`iba.<kind>` (e.g. `iba.agents`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
+_REGISTRY: dict[str, dict[str, str]] = {
+    "agents": {
+        "direct": "iba.agents.direct:DirectAgent",
+        "rag": "iba.agents.rag:RagAgent",
+        "iba": "iba.agents.iba_agent:IBAAgent",
+        "iba-fc": "iba.agents.iba_fc:IBAFunctionCallingAgent",
+        "external": "iba.agents.external:ExternalAgent",
+    },
+    # model-string prefix -> backend factory taking (rest_of_string, **options)
+    "backends": {
+        "local": "iba.llm.llama_cpp:LlamaCppBackend.from_spec",
+        "openai": "iba.llm.openai_compat:OpenAICompatBackend.from_spec",
+    },
+    "embedders": {
+        "minilm": "iba.retrieval.embed:MiniLMEmbedder",
+        "all-minilm-l6-v2": "iba.retrieval.embed:MiniLMEmbedder",
+        "all-mpnet-base-v2": "iba.retrieval.embed:SentenceTransformerEmbedder.mpnet",
+        "bge-m3": "iba.retrieval.embed:SentenceTransformerEmbedder.bge_m3",
+    },
+    "importers": {
+        "prefeval": "iba.adapters.prefeval:import_prefeval",
+    },
+}
+
+
+def register(kind: str, name: str, target: str) -> None:
+    if ":" not in target:
+        raise ValueError(f"target must be 'module:attribute', got {target!r}")
+    _REGISTRY.setdefault(kind, {})[name] = target
+
+
+def names(kind: str) -> list[str]:
+    _load_entry_points(kind)
+    return sorted(_REGISTRY.get(kind, {}))
+
+
+def resolve(kind: str, name: str) -> Any:
+    _load_entry_points(kind)
+    table = _REGISTRY.get(kind, {})
+    if name not in table:
+        raise KeyError(f"unknown {kind[:-1] if kind.endswith('s') else kind} {name!r}; choose from: {', '.join(sorted(table))}")
+    module_name, _, attr = table[name].partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+_loaded: set[str] = set()
+
+
+def _load_entry_points(kind: str) -> None:
+    if kind in _loaded:
+        return
+    _loaded.add(kind)
+    for ep in entry_points(group=f"iba.{kind}"):
+        _REGISTRY.setdefault(kind, {}).setdefault(ep.name, ep.value)

@@ -1,0 +1,63 @@
+"""`iba demo`: the whole path on the embedded offline default — build, run, score, report."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from pathlib import Path
+
+from iba.run.run_cmd import add_backend_arguments, judge_backends
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=Path("demo-out"), help="output folder (default: demo-out)")
+    p.add_argument("--agent", action="append", dest="agents", metavar="SPEC", help="agent spec(s) (default: rag)")
+    add_backend_arguments(p)
+    p.add_argument("--judges", default="same", help="judge models for text checkpoints (default: the run's model)")
+    p.add_argument("--no-qa", action="store_true", help="skip the multiple-choice QA probes")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def main(args: argparse.Namespace) -> int:
+    from iba.build.builder import build_dataset
+    from iba.dataset import Dataset
+    from iba.llm import resolve_backend
+    from iba.report.cli import build_report
+    from iba.run.runner import RunConfig, run_dataset
+    from iba.run.store import Store
+
+    t0 = time.perf_counter()
+    out: Path = args.out
+    data_dir = out / "dataset"
+    if not (data_dir / "manifest.json").exists():
+        print(f"[1/4] building the demo dataset -> {data_dir}")
+        build_dataset(data_dir, preset="demo", seed=args.seed, progress=not args.quiet)
+    else:
+        print(f"[1/4] reusing the dataset in {data_dir}")
+    ds = Dataset(data_dir)
+    print(f"      {len(ds.instances)} instances, {len(ds.personas)} personas")
+
+    print(f"[2/4] loading {args.model}")
+    backend = resolve_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache)
+    judges = judge_backends(args.judges, backend, args)
+    cfg = RunConfig(
+        agents=args.agents or ["rag"], run="demo", seed=args.seed, qa=not args.no_qa,
+        cache_dir=args.cache_dir, progress=not args.quiet,
+    )
+    store_path = out / "runs.sqlite"
+    print(f"[3/4] running {', '.join(cfg.agents)} and scoring -> {store_path}")
+    with Store(store_path) as store:
+        summary = asyncio.run(run_dataset(ds, backend, store, cfg, judges=judges))
+    print(f"      {summary.ok} ok, {summary.errored} errored, {summary.skipped} resumed; "
+          f"{summary.usage.llm_calls} LLM calls")
+    print("[4/4] writing the report")
+    html = build_report(store_path, [data_dir], out / "report")
+    table = (out / "report" / "table4.md")
+    if table.exists():
+        print()
+        print(table.read_text(encoding="utf-8"))
+    print(f"done in {time.perf_counter() - t0:.0f}s. Report: {html}")
+    print("Note: the small offline model is for trying the pipeline, not for headline numbers.")
+    return 0

@@ -1,0 +1,107 @@
+"""`iba run`: run agents on a dataset, store every action, score inline. Resumable."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from iba.llm import DEFAULT_MODEL
+
+
+def add_backend_arguments(p: argparse.ArgumentParser) -> None:
+    """Options shared by every command that talks to a model."""
+    p.add_argument(
+        "--model", default=DEFAULT_MODEL,
+        help=f"model string (default: {DEFAULT_MODEL}). Forms: local:qwen2.5-coder-0.5b, "
+        "local:qwen2.5-coder-1.5b, local:smollm2-135m, local:/path/model.gguf (embedded llama.cpp), "
+        "openai:<model> (any OpenAI-compatible server: vLLM, Ollama, llama.cpp server, OpenAI...; "
+        "key from OPENAI_API_KEY)",
+    )
+    p.add_argument("--base-url", default=None, help="server URL for openai: models (default: $OPENAI_BASE_URL)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk LLM response cache")
+    p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
+                   help="LLM response cache and retrieval index cache (default: .iba-cache)")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", type=Path, help="dataset directory (from `iba build` or `iba import`)")
+    p.add_argument("--agent", action="append", dest="agents", metavar="SPEC",
+                   help="agent spec, repeatable: direct, rag, iba, iba-fc, external?cmd=..., with options "
+                   "as iba?retrieval=false&btda=false&synthesis=rag&reranker=rules (default: rag)")
+    add_backend_arguments(p)
+    p.add_argument("--store", type=Path, default=Path("runs/iba.sqlite"), help="result store (SQLite; default: runs/iba.sqlite)")
+    p.add_argument("--run", default="default", help="run name, to tell runs apart in reports (default: default)")
+    p.add_argument("--trials", type=int, default=1, help="repeated agent trials per instance (default: 1)")
+    p.add_argument("--seed", type=int, default=42, help="seed (trial t uses seed+t; default 42, as in the paper)")
+    p.add_argument("--limit", type=int, default=None, help="run only the first N selected instances")
+    p.add_argument("--domain", action="append", dest="domains", help="only this domain id (repeatable)")
+    p.add_argument("--scenario", action="append", dest="scenarios", help="only this scenario id (repeatable)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="instances in flight at once (the embedded model serialises anyway; raise it for servers)")
+    p.add_argument("--qa", action="store_true", help="also ask each instance's multiple-choice QA probes (knowledge-to-action gap)")
+    p.add_argument("--judges", default="same",
+                   help="comma-separated judge model strings for Generate(text) checkpoints; 'same' = the run's "
+                   "model (default), 'none' = verifiers and slot matching only")
+    p.add_argument("--judge-repeats", type=int, default=1, help="repeated judging per checkpoint (default: 1)")
+    p.add_argument("--no-score", action="store_true", help="store actions only; score later with `iba score`")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per agent action before it is errored")
+    p.add_argument("--embedder", default="minilm", help="retrieval embedder (default: minilm = all-MiniLM-L6-v2, offline)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def judge_backends(spec: str, run_backend, args) -> list:
+    """Resolve --judges; the run's own backend object is reused rather than loaded twice."""
+    from iba.llm import resolve_backend
+
+    if spec == "none":
+        return []
+    out = []
+    for name in filter(None, (s.strip() for s in spec.split(","))):
+        if name in ("same", run_backend.model_id):
+            out.append(run_backend)
+        else:
+            out.append(resolve_backend(name, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache))
+    return out
+
+
+def main(args: argparse.Namespace) -> int:
+    from iba.dataset import Dataset, DatasetError
+    from iba.llm import resolve_backend
+    from iba.run.runner import RunConfig, run_dataset
+    from iba.run.store import Store
+
+    try:
+        ds = Dataset(args.dataset)
+        ds.instances  # validate early: a bad line is reported with file and line
+    except DatasetError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        backend = resolve_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache)
+        judges = judge_backends(args.judges, backend, args)
+    except (ValueError, FileNotFoundError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    cfg = RunConfig(
+        agents=args.agents or ["rag"], run=args.run, trials=args.trials, seed=args.seed,
+        concurrency=args.concurrency, limit=args.limit, domains=args.domains, scenarios=args.scenarios,
+        qa=args.qa, score=not args.no_score, judge_repeats=args.judge_repeats, timeout_s=args.timeout,
+        cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
+    )
+    with Store(args.store) as store:
+        try:
+            summary = asyncio.run(run_dataset(ds, backend, store, cfg, judges=judges))
+        except KeyError as e:  # unknown agent name
+            print(f"error: {e.args[0]}", file=sys.stderr)
+            return 2
+    print(
+        f"{summary.planned} planned, {summary.skipped} already stored, {summary.ok} ok, {summary.errored} errored "
+        f"in {summary.wall_s:.1f}s; {summary.usage.llm_calls} LLM calls, "
+        f"{summary.usage.prompt_tokens} prompt + {summary.usage.completion_tokens} completion tokens"
+    )
+    for line in summary.errors[:5]:
+        print(f"  errored: {line}", file=sys.stderr)
+    print(f"store: {args.store}  ->  iba report {args.store} --dataset {args.dataset} --out report/")
+    return 0

@@ -1,0 +1,261 @@
+"""Run agents over a dataset: one RunRecord per (instance, agent spec, model, trial), resumable.
+
+The runner is the only place that holds both sides of the wall: it hands an agent the public
+TaskView and history, stores what comes back, and only then (optionally) gives the stored record
+and the hidden AnswerKey to the scorer. An agent exception becomes an errored record, never a
+made-up action; a key already in the store is skipped, so rerunning the same command resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from iba import __version__, registry
+from iba.agents.base import Agent, AgentEnv, parse_agent_spec
+from iba.dataset import Dataset
+from iba.llm.base import Backend
+from iba.run.store import Store
+from iba.types import Action, AnswerKey, QAProbe, RunRecord, TaskView, Turn, Usage, stable_hash
+
+QA_SEPARATOR = "::qa::"
+
+
+@dataclass
+class RunConfig:
+    agents: list[str]
+    run: str = "default"
+    trials: int = 1
+    seed: int = 42
+    concurrency: int = 1
+    limit: int | None = None
+    domains: list[str] | None = None
+    scenarios: list[str] | None = None
+    qa: bool = False  # also ask each instance's QA probes (knowledge-to-action gap)
+    score: bool = True
+    judge_repeats: int = 1
+    timeout_s: float = 900.0
+    cache_dir: Path = field(default_factory=lambda: Path(".iba-cache"))
+    embedder: str = "minilm"
+    progress: bool = True
+
+
+@dataclass
+class RunSummary:
+    planned: int = 0
+    skipped: int = 0  # already in the store (resume)
+    ok: int = 0
+    errored: int = 0
+    usage: Usage = field(default_factory=Usage)
+    wall_s: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+
+def dataset_id(ds: Dataset) -> str:
+    """Name plus a fingerprint of the manifest, so two different builds never share run keys."""
+    return f"{ds.name}@{stable_hash(ds.manifest.model_dump(mode='json'), 8)}"
+
+
+def run_key(dataset: str, instance_id: str, agent: str, model: str, trial: int) -> str:
+    return stable_hash([dataset, instance_id, agent, model, trial], 24)
+
+
+def qa_task(task: TaskView, probe: QAProbe) -> TaskView:
+    """The QA probe as a plain generate task for the same agent (same history, same time)."""
+    from iba.eval.qa import qa_prompt
+
+    return TaskView(
+        instance_id=f"{task.instance_id}{QA_SEPARATOR}{probe.id}",
+        user_id=task.user_id,
+        domain=task.domain,
+        scenario=task.scenario,
+        scenario_name=task.scenario_name,
+        query=qa_prompt(probe),
+        action="generate",
+        now=task.now,
+    )
+
+
+def make_agent(spec: str, env: AgentEnv) -> Agent:
+    name, options = parse_agent_spec(spec)
+    cls = registry.resolve("agents", name)
+    return cls(env, **options)
+
+
+def _usage_of(action: Action | None) -> Usage:
+    u = Usage()
+    for step in action.trace if action else []:
+        u = u.add(Usage(llm_calls=step.llm_calls, prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens))
+    return u
+
+
+def _prompt_hashes(action: Action | None) -> dict[str, str]:
+    return {s.prompt: s.prompt_hash for s in (action.trace if action else []) if s.prompt and s.prompt_hash}
+
+
+async def run_one(
+    agent: Agent,
+    spec: str,
+    task: TaskView,
+    history: list[Turn],
+    *,
+    dataset: str,
+    model: str,
+    trial: int,
+    cfg: RunConfig,
+) -> RunRecord:
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    action: Action | None = None
+    error: str | None = None
+    try:
+        action = await asyncio.wait_for(agent.act(task, history), timeout=cfg.timeout_s)
+        if action.kind != task.action:
+            raise ValueError(f"agent returned a {action.kind} action for a {task.action} task")
+    except asyncio.TimeoutError:
+        error = f"TimeoutError: agent took longer than {cfg.timeout_s:.0f}s"
+    except Exception as e:  # the agent's failure is data: record it, keep going
+        error = f"{type(e).__name__}: {e}"
+        tb = traceback.format_exc(limit=3)
+        error += "\n" + tb[-1500:]
+    return RunRecord(
+        key=run_key(dataset, task.instance_id, spec, model, trial),
+        run=cfg.run,
+        dataset=dataset,
+        instance_id=task.instance_id,
+        user_id=task.user_id,
+        domain=task.domain,
+        scenario=task.scenario,
+        agent=spec,
+        model=model,
+        trial=trial,
+        seed=cfg.seed + trial,
+        status="ok" if error is None else "errored",
+        action=action if error is None else None,
+        error=error,
+        usage=_usage_of(action),
+        latency_s=round(time.perf_counter() - t0, 3),
+        prompt_hashes=_prompt_hashes(action),
+        started_at=started,
+        iba_version=__version__,
+    )
+
+
+def select_instances(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
+    items = ds.instances
+    if cfg.domains:
+        items = [t for t in items if t.domain in cfg.domains]
+    if cfg.scenarios:
+        items = [t for t in items if t.scenario in cfg.scenarios]
+    return items[: cfg.limit] if cfg.limit else items
+
+
+async def run_dataset(
+    ds: Dataset,
+    backend: Backend,
+    store: Store,
+    cfg: RunConfig,
+    *,
+    judges: Sequence[Backend] = (),
+) -> RunSummary:
+    """Run every selected (instance, agent, trial) not yet in the store; score inline if judges."""
+    from tqdm.auto import tqdm
+
+    did = dataset_id(ds)
+    tasks = select_instances(ds, cfg)
+    keys: dict[str, AnswerKey] = ds.answer_keys() if (cfg.qa or cfg.score) else {}
+    by_id = {t.instance_id: t for t in ds.instances}
+    summary = RunSummary()
+    t_start = time.perf_counter()
+
+    # (agent spec, task, trial) work items, QA probes after their task
+    work: list[tuple[str, TaskView, int]] = []
+    for spec in cfg.agents:
+        for task in tasks:
+            for trial in range(cfg.trials):
+                work.append((spec, task, trial))
+                if cfg.qa:
+                    for probe in keys[task.instance_id].qa:
+                        work.append((spec, qa_task(task, probe), trial))
+    summary.planned = len(work)
+    todo = [w for w in work if not store.has_run(run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]))]
+    summary.skipped = len(work) - len(todo)
+
+    agents: dict[tuple[str, int], Agent] = {}
+
+    def agent_for(spec: str, trial: int) -> Agent:
+        if (spec, trial) not in agents:
+            env = AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed + trial)
+            agents[(spec, trial)] = make_agent(spec, env)
+        return agents[(spec, trial)]
+
+    for spec in cfg.agents:  # fail fast on a bad agent spec, before any model work
+        agent_for(spec, 0)
+
+    histories: dict[str, list[Turn]] = {}
+    sem = asyncio.Semaphore(max(1, cfg.concurrency))
+    bar = tqdm(total=len(todo), desc=f"run {cfg.run}", unit="task", disable=not cfg.progress)
+
+    async def one(spec: str, task: TaskView, trial: int) -> None:
+        async with sem:
+            if task.user_id not in histories:
+                histories[task.user_id] = ds.history(task.user_id)
+            rec = await run_one(
+                agent_for(spec, trial), spec, task, histories[task.user_id],
+                dataset=did, model=backend.model_id, trial=trial, cfg=cfg,
+            )
+            store.put_run(rec)
+            summary.usage = summary.usage.add(rec.usage)
+            if rec.status == "ok":
+                summary.ok += 1
+            else:
+                summary.errored += 1
+                summary.errors.append(f"{rec.instance_id} [{spec}]: {rec.error.splitlines()[0] if rec.error else ''}")
+            if cfg.score:
+                await score_stored(rec, by_id, keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
+            bar.update(1)
+            bar.set_postfix(ok=summary.ok, errored=summary.errored)
+
+    try:
+        await asyncio.gather(*(one(*w) for w in todo))
+    finally:
+        bar.close()
+    summary.wall_s = round(time.perf_counter() - t_start, 2)
+    return summary
+
+
+async def score_stored(
+    rec: RunRecord,
+    tasks: dict[str, TaskView],
+    keys: dict[str, AnswerKey],
+    store: Store,
+    *,
+    judges: Sequence[Backend],
+    judge_repeats: int = 1,
+) -> None:
+    """Score one stored record (task, QA probe or errored) unless already scored."""
+    from iba.eval.scoring import score_record
+
+    base_id = rec.instance_id.split(QA_SEPARATOR)[0]
+    key, task = keys.get(base_id), tasks.get(base_id)
+    if key is None or task is None:
+        return
+    api = _api_template(task) if task.action == "call_api" and QA_SEPARATOR not in rec.instance_id else None
+    await score_record(rec, key, judges=list(judges), judge_repeats=judge_repeats, api_template=api, store=store)
+
+
+def _api_template(task: TaskView) -> Any:
+    """The scenario's ApiTemplate (its synonyms matter for slot matching) from the shipped taxonomy;
+    None for imported datasets whose scenarios are not in it (exact matching then)."""
+    from iba.taxonomy import load_taxonomy
+
+    try:
+        return load_taxonomy().scenario(task.scenario).api
+    except KeyError:
+        return None

@@ -1,0 +1,108 @@
+"""The append-only result store: one SQLite file that is both the output and the resume point.
+
+`runs` holds one RunRecord per (dataset, instance, agent spec, model, trial) key; `scores` holds
+one ScoreRecord per (run key, scorer, repeat), so the same runs can be re-scored by other judges
+without re-running agents. Rows are never updated in place: a key already present is skipped.
+WAL mode lets a report read while a run writes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from iba.types import RunRecord, ScoreRecord
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    key TEXT PRIMARY KEY,
+    run TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    model TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_run ON runs(run);
+CREATE TABLE IF NOT EXISTS scores (
+    run_key TEXT NOT NULL,
+    scorer TEXT NOT NULL,
+    repeat INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (run_key, scorer, repeat)
+);
+"""
+
+
+class Store:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- runs
+    def has_run(self, key: str) -> bool:
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM runs WHERE key=?", (key,)).fetchone() is not None
+
+    def put_run(self, rec: RunRecord) -> bool:
+        """Insert; returns False (and changes nothing) if the key is already stored."""
+        with self._lock, self._db:
+            cur = self._db.execute(
+                "INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
+                (rec.key, rec.run, rec.dataset, rec.instance_id, rec.agent, rec.model, rec.trial,
+                 rec.status, rec.model_dump_json()),
+            )
+            return cur.rowcount == 1
+
+    def runs(self, run: str | None = None) -> Iterator[RunRecord]:
+        sql, args = "SELECT record FROM runs", ()
+        if run is not None:
+            sql, args = sql + " WHERE run=?", (run,)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
+        for (text,) in rows:
+            yield RunRecord.model_validate_json(text)
+
+    def run_names(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT DISTINCT run FROM runs ORDER BY run")]
+
+    # ---------------------------------------------------------------- scores
+    def has_score(self, run_key: str, scorer: str, repeat: int = 0) -> bool:
+        with self._lock:
+            q = "SELECT 1 FROM scores WHERE run_key=? AND scorer=? AND repeat=?"
+            return self._db.execute(q, (run_key, scorer, repeat)).fetchone() is not None
+
+    def put_score(self, rec: ScoreRecord) -> bool:
+        with self._lock, self._db:
+            cur = self._db.execute(
+                "INSERT OR IGNORE INTO scores VALUES (?,?,?,?)",
+                (rec.run_key, rec.scorer, rec.repeat, rec.model_dump_json()),
+            )
+            return cur.rowcount == 1
+
+    def scores(self, scorer: str | None = None) -> Iterator[ScoreRecord]:
+        sql, args = "SELECT record FROM scores", ()
+        if scorer is not None:
+            sql, args = sql + " WHERE scorer=?", (scorer,)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
+        for (text,) in rows:
+            yield ScoreRecord.model_validate_json(text)
