@@ -1,0 +1,132 @@
+"""`iba report`: the paper's tables and figures from stored runs, as Markdown, CSV, PNG and HTML.
+
+`build_report` is the entry point other commands call (`iba demo`); it writes into out_dir:
+  table4.md/.csv          per-domain scores (Table 4 shape), cells.csv with n and unscored per cell
+  scenarios.md/.csv       per-scenario breakdown
+  table5.md/.csv          ablation deltas (when agent specs with options sit beside the plain spec)
+  table9*.md/.csv         mean ± sample sd over replicates (when judges repeat or agents have trials)
+  agreement.md/.csv       judge agreement (when several judges or repeats exist)
+  cost.md/.csv            LLM calls, tokens, wall time per agent x model
+  fig4_domains.png, fig5a_evidence.png, fig5b_constraints.png, fig5c_static_dynamic.png,
+  fig5d_qa_vs_task.png    (each only when it has data; fig5*.csv hold the plotted numbers)
+  report.md               every table in one file
+  report.html             one self-contained page (tables, figures, per-instance drill-down)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from iba.dataset import atomic_write_text
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("store", type=Path, help="result store written by `iba run` (SQLite)")
+    p.add_argument("--dataset", action="append", type=Path, default=[], dest="datasets", metavar="DIR",
+                   help="dataset directory of the runs (repeatable); needed for the analyses and the drill-down")
+    p.add_argument("--run", action="append", dest="runs", metavar="NAME", help="only this run name (repeatable; default: all)")
+    p.add_argument("--out", type=Path, required=True, help="output folder")
+    p.add_argument("--judges", default=None,
+                   help="comma-separated judge model strings whose verdicts count (default: every judge in the store)")
+
+
+def build_report(
+    store_path: str | Path,
+    dataset_dirs: Sequence[str | Path],
+    out_dir: str | Path,
+    runs: Sequence[str] | None = None,
+    judges: Sequence[str] | None = None,
+) -> Path:
+    """Write every table, figure and the HTML page for the stored runs; returns the HTML path."""
+    from iba.report import analyses, plots, tables
+    from iba.report.data import load_report_data
+    from iba.report.html import render_page
+    from iba.report.table import records_to_csv
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = load_report_data(store_path, dataset_dirs, runs=runs, judges=judges)
+
+    all_tables = tables.all_tables(data)
+    agreement = analyses.agreement_table(data)
+    if agreement is not None:
+        all_tables.insert(len(all_tables) - 1, agreement)
+    for t in all_tables:
+        atomic_write_text(out / f"{t.name}.md", t.to_markdown())
+        atomic_write_text(out / f"{t.name}.csv", t.to_csv())
+    atomic_write_text(out / "cells.csv", records_to_csv(tables.table4_cells(data)))
+
+    series = [
+        ("fig5a_evidence", "(a) score by number of evidence items", analyses.by_evidence(data), "line", "evidence items"),
+        ("fig5b_constraints", "(b) score by number of constraints (sliding window w=2)", analyses.by_constraints(data),
+         "line", "constraints"),
+        ("fig5c_static_dynamic", "(c) pass rate of static vs dynamic preferences", analyses.static_dynamic(data),
+         "bar", ""),
+        ("fig5d_qa_vs_task", "(d) QA accuracy vs task score (knowledge-to-action gap)", analyses.qa_vs_task(data),
+         "bar", ""),
+    ]
+    t4 = tables.table4(data)
+    domain_series = {row[0]: {c: (v, 0) for c, v in zip(t4.columns[1:-1], row[1:-1])} for row in t4.rows}
+    figures: list[tuple[str, str, bytes]] = []
+    png = plots.bar_plot(domain_series, "Score by domain")
+    if png:
+        figures.append(("fig4_domains.png", "Score by domain (Table 4)", png))
+    for name, caption, s, kind, xlabel in series:
+        if s:
+            atomic_write_text(out / f"{name}.csv", records_to_csv(analyses.series_records(s)))
+        png = plots.line_plot(s, caption, xlabel) if kind == "line" else plots.bar_plot(s, caption)
+        if png:
+            figures.append((f"{name}.png", caption, png))
+    for name, _, png in figures:
+        (out / name).write_bytes(png)
+
+    md = ["# IBA report", ""] + [t.to_markdown() for t in all_tables]
+    md += [f"![{caption}]({name})\n" for name, caption, _ in figures]
+    atomic_write_text(out / "report.md", "\n".join(md))
+
+    n_unscored = sum(1 for i in data.instances if i.score(data.judges) is None)
+    summary = {
+        "store": str(store_path),
+        "runs": ", ".join(sorted({r.run for r in data.runs})) or "(none)",
+        "datasets": ", ".join(sorted(data.datasets)) or "(none given: no answer keys, no analyses)",
+        "judges": ", ".join(j.removeprefix("judge:") for j in data.judge_scorers()) or "(none)",
+        "task runs": f"{len(data.runs)} ({sum(r.status == 'errored' for r in data.runs)} errored)",
+        "QA runs": len(data.qa_runs),
+        "instances unscored": f"{n_unscored} of {len(data.instances)}",
+        "scores": "x100; instance score = slot mean (CallAPI) or the mean over judges of each judge's "
+                  "mean over repeats of its checkpoint mean (Generate)",
+    }
+    html = out / "report.html"
+    atomic_write_text(html, render_page(data, all_tables, figures, title="IBA report", summary=summary))
+    return html
+
+
+def main(args: argparse.Namespace) -> int:
+    from iba.dataset import DatasetError
+
+    if not args.store.exists():
+        print(f"error: no store at {args.store}; run `iba run` first", file=sys.stderr)
+        return 2
+    judges = [j.strip() for j in args.judges.split(",") if j.strip()] if args.judges else None
+    if args.runs:
+        from iba.run.store import Store
+
+        with Store(args.store) as store:
+            known = store.run_names()
+        unknown = [r for r in args.runs if r not in known]
+        if unknown:
+            print(f"error: no run named {', '.join(unknown)} in {args.store}; runs: {', '.join(known) or '(none)'}",
+                  file=sys.stderr)
+            return 2
+    try:
+        html = build_report(args.store, args.datasets, args.out, runs=args.runs, judges=judges)
+    except DatasetError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    table = args.out / "table4.md"
+    print(table.read_text(encoding="utf-8"))
+    print(f"report: {html}")
+    return 0

@@ -1,0 +1,172 @@
+"""Everything a report reads, loaded once: runs, scores, answer keys, tasks, domain names.
+
+A report needs the store; the dataset directories are optional but give the answer keys (for the
+evidence/constraint/static-dynamic analyses and the drill-down) and the task texts. Runs are
+matched to a dataset by the runner's dataset id (name@manifest-hash).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from iba.dataset import Dataset
+from iba.eval.aggregate import instance_score, mean, task_kind
+from iba.eval.qa import split_qa_id
+from iba.run.store import Store
+from iba.types import AnswerKey, RunRecord, ScoreRecord, TaskView
+
+
+def dataset_id(ds: Dataset) -> str:
+    # the runner's key for a dataset; imported lazily so reports don't pull in the agents
+    from iba.run.runner import dataset_id as runner_dataset_id
+
+    return runner_dataset_id(ds)
+
+
+def domain_names() -> tuple[list[str], dict[str, str]]:
+    """(domain order, domain id -> short column name) from the taxonomy, else the paper's list."""
+    from iba.taxonomy import DOMAIN_ORDER, PAPER_DOMAINS
+
+    short = {d: s for d, (_, s) in PAPER_DOMAINS.items()}
+    try:
+        from iba.taxonomy import load_taxonomy
+
+        for d in load_taxonomy().domains:
+            short[d.id] = d.short
+    except Exception:  # a broken or partial taxonomy must not stop a report on stored runs
+        pass
+    return list(DOMAIN_ORDER), short
+
+
+@dataclass(frozen=True)
+class RowKey:
+    """A table row: one agent spec with one model (and the run name when several runs share it)."""
+
+    agent: str
+    model: str
+    run: str = ""
+
+    @property
+    def label(self) -> str:
+        base = f"{self.agent} ({self.model})"
+        return f"{self.run}: {base}" if self.run else base
+
+
+@dataclass
+class Instance:
+    """One instance of one row, with its trials (task runs) and their scores."""
+
+    row: RowKey
+    dataset: str
+    instance_id: str
+    domain: str
+    scenario: str
+    kind: str  # generate | call_api
+    trials: list[RunRecord]
+    scores: dict[str, list[ScoreRecord]]  # run key -> records
+    key: AnswerKey | None
+    task: TaskView | None
+
+    def trial_score(self, run: RunRecord, judges: Iterable[str] | None = None) -> float | None:
+        return instance_score(self.kind, self.scores.get(run.key, []), judges)
+
+    def score(self, judges: Iterable[str] | None = None) -> float | None:
+        """Mean over trials of the trial scores (unscored trials left out)."""
+        return mean(self.trial_score(r, judges) for r in self.trials)
+
+
+@dataclass
+class ReportData:
+    runs: list[RunRecord]
+    qa_runs: list[RunRecord]
+    scores: dict[str, list[ScoreRecord]]
+    keys: dict[tuple[str, str], AnswerKey] = field(default_factory=dict)
+    tasks: dict[tuple[str, str], TaskView] = field(default_factory=dict)
+    datasets: dict[str, Dataset] = field(default_factory=dict)
+    judges: list[str] | None = None  # judge model ids to count; None = all stored
+    domain_order: list[str] = field(default_factory=list)
+    domain_short: dict[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def row_keys(self) -> dict[str, RowKey]:
+        """run key -> row; the run name enters the label only where an agent x model pair
+        appears in several runs (else rows would silently pool different runs)."""
+        runs_per_pair: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for r in self.runs + self.qa_runs:
+            runs_per_pair[(r.agent, r.model)].add(r.run)
+        return {
+            r.key: RowKey(r.agent, r.model, r.run if len(runs_per_pair[(r.agent, r.model)]) > 1 else "")
+            for r in self.runs + self.qa_runs
+        }
+
+    @cached_property
+    def rows(self) -> list[RowKey]:
+        seen: dict[RowKey, None] = {}
+        for r in self.runs:
+            seen.setdefault(self.row_keys[r.key], None)
+        return list(seen)
+
+    @cached_property
+    def instances(self) -> list[Instance]:
+        groups: dict[tuple[RowKey, str, str], list[RunRecord]] = defaultdict(list)
+        for r in self.runs:
+            groups[(self.row_keys[r.key], r.dataset, r.instance_id)].append(r)
+        out = []
+        for (row, ds, iid), trials in groups.items():
+            trials.sort(key=lambda r: r.trial)
+            scores = {r.key: self.scores.get(r.key, []) for r in trials}
+            key = self.keys.get((ds, iid))
+            kind = task_kind([s for v in scores.values() for s in v], key)
+            out.append(Instance(row, ds, iid, trials[0].domain, trials[0].scenario, kind, trials, scores,
+                                key, self.tasks.get((ds, iid))))
+        return out
+
+    def domains(self) -> list[str]:
+        """Domains present, in the paper's order, then any others alphabetically."""
+        present = {i.domain for i in self.instances}
+        order = [d for d in self.domain_order if d in present]
+        return order + sorted(present - set(order))
+
+    def short(self, domain: str) -> str:
+        return self.domain_short.get(domain, domain)
+
+    def judge_scorers(self) -> list[str]:
+        found = sorted({s.scorer for v in self.scores.values() for s in v if s.scorer.startswith("judge:")})
+        if self.judges is not None:
+            wanted = {j if j.startswith("judge:") else f"judge:{j}" for j in self.judges}
+            found = [j for j in found if j in wanted]
+        return found
+
+
+def load_report_data(
+    store_path: str | Path,
+    dataset_dirs: Sequence[str | Path] = (),
+    runs: Sequence[str] | None = None,
+    judges: Sequence[str] | None = None,
+) -> ReportData:
+    with Store(store_path) as store:
+        names = list(runs) if runs else store.run_names()
+        records = [r for name in names for r in store.runs(name)]
+        scores: dict[str, list[ScoreRecord]] = defaultdict(list)
+        wanted_keys = {r.key for r in records}
+        for s in store.scores():
+            if s.run_key in wanted_keys:
+                scores[s.run_key].append(s)
+    task_runs = [r for r in records if split_qa_id(r.instance_id)[1] is None]
+    qa_runs = [r for r in records if split_qa_id(r.instance_id)[1] is not None]
+    order, short = domain_names()
+    data = ReportData(task_runs, qa_runs, dict(scores), judges=list(judges) if judges else None,
+                      domain_order=order, domain_short=short)
+    for d in dataset_dirs:
+        ds = Dataset(d)
+        did = dataset_id(ds)
+        data.datasets[did] = ds
+        for iid, key in ds.answer_keys().items():
+            data.keys[(did, iid)] = key
+        for t in ds.instances:
+            data.tasks[(did, t.instance_id)] = t
+    return data

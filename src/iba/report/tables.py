@@ -1,0 +1,231 @@
+"""The paper's tables from stored runs: Table 4 (domains), per scenario, Table 5 (ablations),
+Table 9 (mean ± sd over replicates) and the cost and effort summary.
+
+Every score is an instance score from `iba.eval.aggregate.instance_score` (mean over trials),
+shown x100 with one decimal. A cell's mean is over its scored instances; `n` counts all of its
+instances and `unscored` those with no score (errored runs, unparseable verdicts, no judge).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from iba.eval.aggregate import mean, replicate_score
+from iba.eval.panel import mean_sd
+from iba.eval.qa import split_qa_id
+from iba.report.data import Instance, ReportData, RowKey
+from iba.report.table import Delta, MeanSd, Table
+
+OVERALL = "Overall"
+
+
+def _pct(v: float | None) -> float | None:
+    return None if v is None else 100.0 * v
+
+
+def _cell(instances: list[Instance], judges: list[str] | None) -> dict:
+    scores = [i.score(judges) for i in instances]
+    scored = [s for s in scores if s is not None]
+    return {"score": _pct(mean(scored)), "n": len(scores), "unscored": len(scores) - len(scored)}
+
+
+def _by_row(data: ReportData) -> dict[RowKey, list[Instance]]:
+    out: dict[RowKey, list[Instance]] = defaultdict(list)
+    for inst in data.instances:
+        out[inst.row].append(inst)
+    return out
+
+
+# --------------------------------------------------------------------------- Table 4
+
+
+def table4_cells(data: ReportData) -> list[dict]:
+    """Long format: one dict per (row, domain or Overall) with score (x100), n and unscored."""
+    out = []
+    by_row = _by_row(data)
+    for row in data.rows:
+        insts = by_row[row]
+        for d in data.domains() + [OVERALL]:
+            sel = insts if d == OVERALL else [i for i in insts if i.domain == d]
+            c = _cell(sel, data.judges)
+            out.append({"row": row.label, "run": row.run, "agent": row.agent, "model": row.model,
+                        "domain": d if d == OVERALL else data.short(d), **c})
+    return out
+
+
+def table4(data: ReportData) -> Table:
+    """One row per agent x model, one column per domain (paper short names) plus Overall
+    (the mean over all of the row's instances, not the mean of the domain columns)."""
+    domains = data.domains()
+    cells = {(c["row"], c["domain"]): c for c in table4_cells(data)}
+    cols = [data.short(d) for d in domains] + [OVERALL]
+    rows = [[row.label] + [cells[(row.label, c)]["score"] for c in cols] for row in data.rows]
+    unscored = sum(c["unscored"] for (r, d), c in cells.items() if d == OVERALL)
+    note = "Scores x100 (mean over instances). " + (
+        "No task runs." if not data.instances else
+        f"{unscored} instance(s) unscored and left out of the means (see cells.csv)." if unscored
+        else "Every instance was scored.")
+    return Table("table4", "Table 4: score by domain", ["Agent (model)"] + cols, rows, note=note,
+                 rank_columns=list(range(1, len(cols) + 1)))
+
+
+# --------------------------------------------------------------------------- per scenario
+
+
+def scenario_table(data: ReportData) -> Table:
+    by_row = _by_row(data)
+    order = {d: i for i, d in enumerate(data.domains())}
+    scen: dict[tuple[str, str], str] = {}
+    for inst in data.instances:
+        name = inst.task.scenario_name if inst.task else inst.scenario
+        scen[(inst.domain, inst.scenario)] = name
+    keys = sorted(scen, key=lambda k: (order.get(k[0], 99), k[1]))
+    rows = []
+    for dom, sid in keys:
+        line: list = [data.short(dom), scen[(dom, sid)]]
+        n = 0
+        for row in data.rows:
+            sel = [i for i in by_row[row] if i.domain == dom and i.scenario == sid]
+            n = max(n, len(sel))
+            line.append(_cell(sel, data.judges)["score"])
+        rows.append(line[:2] + [n] + line[2:])
+    return Table("scenarios", "Score by scenario", ["Domain", "Scenario", "n"] + [r.label for r in data.rows], rows,
+                 note="Scores x100; n = instances per scenario (largest over rows).", label_columns=3,
+                 rank_columns=[])
+
+
+# --------------------------------------------------------------------------- Table 5
+
+
+def _base_spec(agent: str) -> str:
+    return agent.partition("?")[0]
+
+
+def ablation_table(data: ReportData) -> Table | None:
+    """Table 5: each agent spec with options (e.g. `iba?retrieval=false`) against the plain spec
+    (`iba`) of the same model and run; None when no such pair is present."""
+    domains = data.domains()
+    cols = [data.short(d) for d in domains] + [OVERALL]
+    cells = {(c["row"], c["domain"]): c["score"] for c in table4_cells(data)}
+    rows = []
+    for base in data.rows:
+        if "?" in base.agent:
+            continue
+        variants = [r for r in data.rows if "?" in r.agent and _base_spec(r.agent) == base.agent
+                    and r.model == base.model and r.run == base.run]
+        if not variants:
+            continue
+        rows.append([base.label] + [cells[(base.label, c)] for c in cols])
+        for v in variants:
+            line: list = [v.agent]
+            for c in cols:
+                val, ref = cells[(v.label, c)], cells[(base.label, c)]
+                line.append(Delta(val, None if val is None or ref is None else val - ref))
+            rows.append(line)
+    if not rows:
+        return None
+    return Table("table5", "Table 5: ablations (difference to the full agent)", ["Variant"] + cols, rows,
+                 note="Scores x100; arrows give the change against the plain agent spec of the same model.")
+
+
+# --------------------------------------------------------------------------- Table 9
+
+
+def _replicates(data: ReportData, judge: str | None) -> list[tuple[int, int]]:
+    """(trial, repeat) pairs present: repeats of `judge`, or repeat 0 only for panel scores."""
+    trials = sorted({r.trial for r in data.runs})
+    if judge is None:
+        return [(t, 0) for t in trials]
+    repeats = sorted({s.repeat for v in data.scores.values() for s in v if s.scorer == judge})
+    return [(t, r) for t in trials for r in repeats]
+
+
+def _replicate_cell(insts: list[Instance], trial: int, repeat: int, judge: str | None,
+                    judges: list[str] | None) -> float | None:
+    vals = []
+    for inst in insts:
+        run = next((r for r in inst.trials if r.trial == trial), None)
+        if run is None:
+            continue
+        recs = inst.scores.get(run.key, [])
+        vals.append(inst.trial_score(run, judges) if judge is None
+                    else replicate_score(inst.kind, recs, repeat, judge))
+    return _pct(mean(vals))
+
+
+def table9(data: ReportData) -> list[Table]:
+    """Mean ± sample sd over replicates, one table per judge with several repeats (replicate =
+    trial x repeat of that judge alone, as in the paper's Table 9), plus one over agent trials with
+    the panel score when runs have several trials."""
+    out = []
+    candidates: list[str | None] = [j for j in data.judge_scorers()
+                                    if len({r for _, r in _replicates(data, j)}) > 1]
+    if len({r.trial for r in data.runs}) > 1:
+        candidates.append(None)
+    domains = data.domains()
+    cols = [data.short(d) for d in domains] + [OVERALL]
+    by_row = _by_row(data)
+    for judge in candidates:
+        reps = _replicates(data, judge)
+        rows = []
+        for row in data.rows:
+            line: list = [row.label]
+            for d in domains + [OVERALL]:
+                sel = by_row[row] if d == OVERALL else [i for i in by_row[row] if i.domain == d]
+                vals = [_replicate_cell(sel, t, r, judge, data.judges) for t, r in reps]
+                m, sd = mean_sd(vals)
+                line.append(MeanSd(m, sd, len([v for v in vals if v is not None])))
+            rows.append(line)
+        who = judge.removeprefix("judge:") if judge else "judge panel"
+        name = "table9" if judge is None else f"table9_{_slug(who)}"
+        out.append(Table(name, f"Table 9 style: mean \u00b1 sample sd over {len(reps)} replicates ({who})",
+                         ["Agent (model)"] + cols, rows,
+                         note="Replicates are (agent trial, judge repeat) pairs; sd uses n - 1."))
+    return out
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in text).strip("_")
+
+
+# --------------------------------------------------------------------------- cost
+
+
+def cost_table(data: ReportData) -> Table:
+    """Effort per agent x model: agent LLM calls and tokens, wall time, plus judging cost."""
+    by_row: dict[RowKey, list] = defaultdict(list)
+    for r in data.runs + data.qa_runs:
+        by_row[data.row_keys[r.key]].append(r)
+    rows = []
+    for row in data.rows:
+        recs = by_row[row]
+        task = [r for r in recs if split_qa_id(r.instance_id)[1] is None]
+        calls = sum(r.usage.llm_calls for r in recs)
+        pt = sum(r.usage.prompt_tokens for r in recs)
+        ct = sum(r.usage.completion_tokens for r in recs)
+        wall = sum(r.latency_s for r in recs)
+        judge = [s for r in recs for s in data.scores.get(r.key, []) if s.scorer.startswith("judge:")]
+        rows.append([
+            row.label, len(task), len(recs) - len(task), sum(r.status == "errored" for r in recs), calls, pt, ct,
+            round(wall, 1), round(wall / len(recs), 2) if recs else None,
+            sum(s.usage.llm_calls for s in judge), sum(s.usage.prompt_tokens + s.usage.completion_tokens for s in judge),
+        ])
+    cols = ["Agent (model)", "task runs", "QA runs", "errored", "LLM calls", "prompt tokens", "completion tokens",
+            "wall s", "s / run", "judge calls", "judge tokens"]
+    return Table("cost", "Cost and effort", cols, rows,
+                 note="Agent figures cover task and QA runs; judge figures are the scoring calls.",
+                 cell_format=lambda v: f"{v:g}")
+
+
+def all_tables(data: ReportData) -> list[Table]:
+    out = [table4(data), scenario_table(data)]
+    abl = ablation_table(data)
+    if abl is not None:
+        out.append(abl)
+    out += table9(data)
+    out.append(cost_table(data))
+    return out
+
+
+__all__: list[str] = ["table4", "table4_cells", "scenario_table", "ablation_table", "table9", "cost_table",
+                      "all_tables"]
