@@ -1,0 +1,276 @@
+"""Any OpenAI-compatible server (`openai:<model>`): vLLM, Ollama, llama.cpp server, OpenAI, DeepSeek...
+
+Uses the official `openai` SDK with its own retries off, so iba.llm.retry applies (backoff +
+Retry-After). The API key comes only from OPENAI_API_KEY and appears in no id, log or error.
+
+JSON output, by what the server accepts (the first rejection switches this backend for good):
+  1. response_format {"type": "json_object", "schema": ...}  (llama.cpp server: grammar-enforced)
+  2. response_format {"type": "json_schema", ...}              (OpenAI, vLLM; llama-cpp-python answers 500)
+  3. no response_format; the schema is stated in the prompt     (callers validate, as always)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from iba.llm.base import Backend, Completion, ToolCall, ToolSpec
+from iba.llm.cache import ResponseCache, open_cache, through_cache
+from iba.llm.models import cache_root
+from iba.llm.retry import RetryPolicy, Verdict, call_with_retries, parse_retry_after
+from iba.llm.toolcalls import check_tool_choice, openai_messages, openai_tools, parse_arguments, parse_text_tool_calls
+
+log = logging.getLogger(__name__)
+
+JSON_MODES = ("json_object_schema", "json_schema", "prompt")
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+PLACEHOLDER_KEY = "sk-no-key"  # local servers ignore the key, but the SDK insists on one
+
+
+class _FormatRejected(Exception):
+    """The server refused our response_format; try the next JSON mode."""
+
+
+def _is_local(base_url: str) -> bool:
+    return (urlsplit(base_url).hostname or "") in _LOCAL_HOSTS
+
+
+def _public_url(base_url: str) -> str:
+    """The URL without any user:password part, for ids and messages."""
+    parts = urlsplit(base_url)
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+class OpenAICompatBackend(Backend):
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        cache: ResponseCache | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        context_window: int = 8192,
+    ) -> None:
+        if not model:
+            raise ValueError("openai:<model> needs a model name, e.g. openai:gpt-4o-mini")
+        self.model_id = f"openai:{model}"
+        self.model = model
+        self.context_window = context_window
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if not _is_local(self.base_url):
+                raise ValueError(
+                    f"{self.model_id}: set OPENAI_API_KEY for {_public_url(self.base_url)} "
+                    "(any value if that server needs no key)"
+                )
+            key = PLACEHOLDER_KEY
+        self._key = key  # kept only to scrub it from error text
+        self._timeout = timeout
+        self._client: AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._cache = cache
+        self.retry_policy = RetryPolicy(max_retries=max_retries)
+        self._json_mode = JSON_MODES[0]
+        self._identity = f"{self.model_id}@{_public_url(self.base_url)}"
+
+    @classmethod
+    def from_spec(
+        cls,
+        rest: str,
+        *,
+        base_url: str | None = None,
+        cache_dir: str | Path | None = None,
+        use_cache: bool = True,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        n_ctx: int | None = None,
+        **_: Any,
+    ) -> OpenAICompatBackend:
+        cache = open_cache(cache_root(cache_dir)) if use_cache else None
+        return cls(
+            rest,
+            base_url=base_url,
+            cache=cache,
+            timeout=timeout,
+            max_retries=max_retries,
+            context_window=n_ctx or 8192,
+        )
+
+    @property
+    def json_mode(self) -> str:
+        """How JSON is requested now (see the module doc); changes after a server rejection."""
+        return self._json_mode
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        json_schema: dict[str, Any] | None = None,
+        tools: list[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        stop: list[str] | None = None,
+    ) -> Completion:
+        check_tool_choice(tools, tool_choice)
+        params = {
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": seed,
+            "json_schema": json_schema,
+            "tools": [t.model_dump() for t in tools] if tools else None,
+            "tool_choice": tool_choice,
+            "stop": stop,
+        }
+        request: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature}
+        if seed is not None:
+            request["seed"] = seed
+        if stop:
+            request["stop"] = stop
+        if tools:
+            request["tools"] = openai_tools(tools)
+            if tool_choice in ("auto", "none", "required"):
+                request["tool_choice"] = tool_choice
+            elif tool_choice:
+                request["tool_choice"] = {"type": "function", "function": {"name": tool_choice}}
+        msgs = openai_messages(messages)
+        use_json = json_schema is not None and not tools
+
+        async def produce() -> Completion:
+            while True:
+                mode = self._json_mode if use_json else None
+                try:
+                    return await call_with_retries(
+                        lambda: self._send(msgs, request, json_schema, mode, tools),
+                        model_id=self.model_id,
+                        policy=self.retry_policy,
+                        classify=_classify,
+                        secrets=[self._key],
+                        passthrough=(_FormatRejected,),
+                    )
+                except _FormatRejected as why:
+                    # Sticky for this backend: one rejection (even a transient 500) is enough to
+                    # stop sending that format; prompt + validation always works.
+                    nxt = JSON_MODES[JSON_MODES.index(mode) + 1]  # "prompt" never raises this
+                    if JSON_MODES.index(nxt) > JSON_MODES.index(self._json_mode):  # concurrent calls
+                        log.warning("%s: server rejected JSON mode %s (%s); using %s from now on", self.model_id, mode, why, nxt)
+                        self._json_mode = nxt
+
+        return await through_cache(self._cache, self._identity, self.model_id, messages, params, produce)
+
+    async def _send(
+        self,
+        msgs: list[dict[str, Any]],
+        request: dict[str, Any],
+        json_schema: dict[str, Any] | None,
+        mode: str | None,
+        tools: list[ToolSpec] | None,
+    ) -> Completion:
+        from openai import APIStatusError
+
+        req = dict(request, messages=msgs)
+        if mode == "json_object_schema":
+            req["response_format"] = {"type": "json_object", "schema": json_schema}
+        elif mode == "json_schema":
+            req["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": json_schema, "strict": False},
+            }
+        elif mode == "prompt":
+            req["messages"] = _with_schema_instruction(msgs, json_schema or {})
+        try:
+            resp = await self._client_for_this_loop().chat.completions.create(**req)
+        except APIStatusError as e:
+            # 400/422: the field is unknown; 500/501: llama-cpp-python's answer to json_schema.
+            if mode in ("json_object_schema", "json_schema") and e.status_code in (400, 422, 500, 501):
+                raise _FormatRejected(f"HTTP {e.status_code}") from None
+            raise
+        return self._completion(resp, tools)
+
+    def _completion(self, resp: Any, tools: list[ToolSpec] | None) -> Completion:
+        if not resp.choices:
+            raise ValueError("the server returned no choices")
+        choice = resp.choices[0]
+        msg = choice.message
+        text = msg.content or ""
+        calls: list[ToolCall] = []
+        unparsed: list[str] = []
+        for i, tc in enumerate(msg.tool_calls or []):
+            fn = getattr(tc, "function", None)
+            if fn is None:
+                continue
+            try:
+                calls.append(ToolCall(id=tc.id or f"call_{i}", name=fn.name, arguments=parse_arguments(fn.arguments)))
+            except ValueError:
+                # Keep what the model wrote visible instead of dropping a malformed call.
+                unparsed.append(f"<tool_call>\n{json.dumps({'name': fn.name, 'arguments': fn.arguments})}\n</tool_call>")
+        if unparsed:
+            text = "\n".join([text, *unparsed]).strip()
+        if tools and not calls and text:
+            # Servers without tool parsing return the model's Hermes-format calls as plain text.
+            text, calls = parse_text_tool_calls(text, [t.name for t in tools])
+        usage = resp.usage
+        prompt_tokens = getattr(usage, "prompt_tokens", None) or 0
+        completion_tokens = getattr(usage, "completion_tokens", None) or 0
+        return Completion(
+            text=text,
+            tool_calls=calls,
+            prompt_tokens=int(prompt_tokens),
+            completion_tokens=int(completion_tokens),
+            model=self.model_id,
+            finish_reason="tool_calls" if calls else choice.finish_reason,
+        )
+
+    def _client_for_this_loop(self) -> Any:
+        """The SDK client; a new one per event loop (its connection pool is bound to the loop,
+        and a CLI may run several asyncio.run calls in one process)."""
+        from openai import AsyncOpenAI
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=self._timeout, max_retries=0)
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._client_loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = None
+
+
+def _with_schema_instruction(msgs: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    note = (
+        "Reply with only a JSON object (no prose, no code fences) that matches this JSON schema:\n"
+        + json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+    )
+    out = list(msgs)
+    if out and out[-1].get("role") == "user" and isinstance(out[-1].get("content"), str):
+        out[-1] = dict(out[-1], content=out[-1]["content"] + "\n\n" + note)
+    else:
+        out.append({"role": "user", "content": note})
+    return out
+
+
+def _classify(exc: BaseException) -> Verdict:
+    import openai
+
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+        return Verdict(retryable=True)
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        retryable = status in (408, 409, 429) or status >= 500
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        return Verdict(retryable=retryable, retry_after=parse_retry_after(headers) if retryable else None)
+    return Verdict(retryable=False)

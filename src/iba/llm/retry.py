@@ -1,0 +1,135 @@
+"""Retries with exponential backoff and jitter, honouring Retry-After; shared by every backend.
+
+A backend passes a `classify(exc)` that says whether an error is worth another try and how long
+the server asked us to wait. After `max_retries` retries (so max_retries + 1 attempts) the last
+error becomes an LLMError naming the model; secrets are scrubbed from the message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+
+from iba.llm.base import LLMError
+
+T = TypeVar("T")
+
+# Provider keys look like sk-..., sk-proj-...; scrub anything key-shaped even if it is not ours
+# (servers echo partial keys: "Incorrect API key provided: sk-abc***xyz").
+_KEY_SHAPED = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-\*\.]{6,}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    retryable: bool
+    retry_after: float | None = None  # seconds the server asked for, if it did
+
+
+@dataclass
+class RetryPolicy:
+    max_retries: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    max_retry_after: float = 120.0  # a server asking for longer than this gets this
+    jitter: float = 0.25  # +- fraction of the delay
+    seed: int | None = 0  # deterministic jitter by default, so runs are reproducible
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # tests swap in a recorder
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        self._rng = random.Random(self.seed)
+
+    def backoff(self, retry: int) -> float:
+        """Delay before retry number `retry` (1-based): base * 2**(retry-1), capped, jittered."""
+        delay = min(self.max_delay, self.base_delay * (2 ** (retry - 1)))
+        return max(0.0, delay * (1 + self._rng.uniform(-self.jitter, self.jitter)))
+
+    def delay(self, retry: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            # The server knows when it will have capacity; never retry sooner than it asked.
+            return min(max(retry_after, 0.0), self.max_retry_after)
+        return self.backoff(retry)
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from `retry-after-ms`, or `Retry-After` as seconds or an HTTP date."""
+    if not headers:
+        return None
+    lower = {k.lower(): v for k, v in headers.items()}
+    ms = lower.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return _KEY_SHAPED.sub(lambda m: m.group(1) + "-***", text)
+
+
+def describe(exc: BaseException, secrets: Iterable[str | None] = ()) -> str:
+    msg = str(exc).strip() or repr(exc)
+    if len(msg) > 500:
+        msg = msg[:500] + "..."
+    return redact(f"{type(exc).__name__}: {msg}", secrets)
+
+
+async def call_with_retries(
+    fn: Callable[[], Awaitable[T]],
+    *,
+    model_id: str,
+    policy: RetryPolicy,
+    classify: Callable[[BaseException], Verdict],
+    secrets: Iterable[str | None] = (),
+    on_retry: Callable[[int, float, BaseException], None] | None = None,
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> T:
+    """Run `fn` until it succeeds, an error is not retryable, or retries run out (-> LLMError)."""
+    secrets = list(secrets)
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await fn()
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except LLMError:
+            raise  # already a model-level failure with its own message; not retried
+        except passthrough:
+            raise  # the caller handles these itself (e.g. a server rejecting a response_format)
+        except Exception as exc:  # noqa: BLE001 - every provider error ends as an LLMError
+            verdict = classify(exc)
+            if not verdict.retryable or attempt > policy.max_retries:
+                what = "failed" if not verdict.retryable else f"failed after {attempt} attempts"
+                # `from None`: the chained provider exception may carry request headers.
+                raise LLMError(f"{model_id}: request {what}: {describe(exc, secrets)}") from None
+            wait = policy.delay(attempt, verdict.retry_after)
+            if on_retry is not None:
+                on_retry(attempt, wait, exc)
+            await policy.sleep(wait)

