@@ -1,0 +1,151 @@
+"""The build plan: ground truth decided before any text is written.
+
+A plan says, per persona, which instances exist, what each instance's answer is (constraints),
+which turns reveal it (evidence items, state mentions), and how the history's sessions lie on the
+timeline. Writers (procedural or LLM) only turn session plans into text; they never change the
+plan, so both writers produce the same answer key for the same seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from iba.types import Dimension, Persona, PreferenceValue, Scenario, TransientState
+
+SessionKind = Literal["evidence", "state", "noise"]
+
+
+@dataclass(frozen=True)
+class Reveal:
+    """One (dimension, static value) that an evidence turn reveals."""
+
+    dimension: str
+    dimension_name: str
+    value: str
+    value_text: str
+    cue: str
+    superseded: bool = False  # the old value of a changed preference, or one a state overrides
+
+
+@dataclass(eq=False)
+class EvidenceItem:
+    """One labelled user turn (plus the session around it) revealing one or more values."""
+
+    key: str
+    instance_id: str
+    scenario: Scenario
+    topic: str  # the past task the session is about (never the instance's own topic)
+    signal_type: str
+    reveals: list[Reveal]
+    position: int  # index of the labelled turn inside its session
+    window: tuple[float, float]  # allowed place in the history, as fractions of its span
+    before: "StateSpan | None" = None  # must come before this state began (a habit the state overrides)
+    turn_id: str = ""  # set by the layout
+    timestamp: str = ""
+
+
+@dataclass(eq=False)
+class StateMention:
+    """A user turn mentioning a transient state (evidence for state-driven constraints if active)."""
+
+    key: str
+    state: TransientState
+    cue: str
+    active: bool
+    span: "StateSpan | None" = None
+    turn_id: str = ""
+    timestamp: str = ""
+
+
+@dataclass(eq=False)
+class StateSpan:
+    """When a persona's transient state held, in days before the day of the persona's tasks.
+
+    Active states started `start_ago` days before and last past the task time; expired ones ended
+    `end_ago` days before (distractors: mentioned in the history, but over by task time).
+    """
+
+    state: TransientState
+    active: bool
+    start_ago: int
+    end_ago: int  # <= 0 for an active state (it ends after the tasks)
+    mentions: list[StateMention] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Constraint:
+    """The ground truth for one dimension of one instance."""
+
+    dimension: Dimension
+    expected: PreferenceValue  # the static value the answer key expects
+    kind: Literal["static", "dynamic"] = "static"
+    source: Literal["preference", "state"] = "preference"
+    dynamic_value: PreferenceValue | None = None  # the "preferred X; now Y" value, if dynamic
+    superseded: PreferenceValue | None = None  # old value (dynamic) or the long-term one a state overrides
+    state: TransientState | None = None
+    evidence: list[str] = field(default_factory=list)  # turn ids, set after layout
+
+
+@dataclass(eq=False)
+class InstancePlan:
+    instance_id: str
+    persona_id: str
+    domain: str
+    scenario: Scenario
+    query: str
+    topic: str
+    template: str
+    constraints: list[Constraint]
+    evidence: list[EvidenceItem]
+    states: list[StateMention]  # active mentions that are evidence for this instance
+    now: datetime | None = None
+
+
+@dataclass(eq=False)
+class NoiseSpec:
+    category: Literal["chat", "help"]
+    topic: str
+
+
+@dataclass(eq=False)
+class SessionPlan:
+    key: str
+    kind: SessionKind
+    n_turns: int
+    item: EvidenceItem | StateMention | None = None
+    noise: NoiseSpec | None = None
+    day_window: tuple[int, int] = (0, 0)
+    constrained: bool = False  # its window is narrower than the whole history
+    day: int = -1
+    index: int = -1  # session number in the persona's history, set by the layout
+    start: datetime | None = None
+    turn_times: list[str] = field(default_factory=list)
+
+    @property
+    def labelled(self) -> int | None:
+        """The index of this session's labelled (relevant) turn, if any."""
+        if self.kind == "evidence":
+            return self.item.position  # type: ignore[union-attr]
+        if self.kind == "state" and self.item.active:  # type: ignore[union-attr]
+            return 0
+        return None
+
+
+@dataclass(eq=False)
+class PersonaPlan:
+    persona: Persona
+    instances: list[InstancePlan]
+    spans: list[StateSpan]
+    sessions: list[SessionPlan]
+    start: datetime
+    span_days: int
+
+    @property
+    def n_turns(self) -> int:
+        return sum(s.n_turns for s in self.sessions)
+
+    @property
+    def n_relevant(self) -> int:
+        return sum(s.labelled is not None for s in self.sessions)

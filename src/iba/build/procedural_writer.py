@@ -1,0 +1,25 @@
+"""The procedural writer: session text from seeded template banks (offline, deterministic)."""
+
+from __future__ import annotations
+
+from iba.build import noise
+from iba.build.evidence import render_evidence, render_state
+from iba.build.plan import PersonaPlan, SessionPlan
+from iba.build.rng import derive
+
+
+class ProceduralWriter:
+    name = "procedural"
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def texts(self, plan: PersonaPlan, session: SessionPlan) -> list[str]:
+        # one stream per session: a session's text does not depend on any other session
+        rng = derive(self.seed, session.key, "text")
+        city = plan.persona.background.get("city", "town")
+        if session.kind == "evidence":
+            return render_evidence(rng, session.item)  # type: ignore[arg-type]
+        if session.kind == "state":
+            return render_state(rng, session.item, city)  # type: ignore[arg-type]
+        return noise.render_noise(rng, session.noise, session.n_turns, city)  # type: ignore[arg-type]

@@ -1,0 +1,28 @@
+"""`iba stats DATASET [--json]`: Table 2 statistics of a dataset; writes DATASET/stats.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset", help="dataset directory (made by `iba build`)")
+    parser.add_argument("--json", action="store_true", help="print the statistics as one JSON object instead of a table")
+
+
+def main(args: argparse.Namespace) -> int:
+    from iba.build.stats import format_table2, write_stats
+    from iba.dataset import DatasetError
+
+    try:
+        stats = write_stats(args.dataset)
+    except (DatasetError, ValueError) as e:
+        print(f"iba stats: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(stats, indent=2, sort_keys=True))
+    else:
+        print(format_table2(stats))
+    return 0
