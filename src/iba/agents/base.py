@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from iba.llm.base import Backend
 from iba.types import Action, TaskView, Turn
 
@@ -50,3 +52,18 @@ def parse_agent_spec(spec: str) -> tuple[str, dict[str, str]]:
             raise ValueError(f"agent option {part!r} in {spec!r} must be key=value")
         options[key] = value
     return name, options
+
+
+class AgentError(RuntimeError):
+    """The agent could not produce a valid action (model output invalid after its retry, an external
+    agent failed, ...). The runner records the instance as errored; there is no default answer."""
+
+
+def parse_options(model: type[BaseModel], options: dict[str, Any], agent: str) -> Any:
+    """Validate an agent's spec options against its pydantic options model (unknown keys are errors)."""
+    try:
+        return model.model_validate(options)
+    except ValidationError as e:
+        known = ", ".join(model.model_fields)
+        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        raise ValueError(f"bad options for agent {agent!r}: {problems} (options: {known})") from None

@@ -1,0 +1,64 @@
+"""The direct baseline: as much recent history as fits the model's context window, then the task."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from iba.agents.answer import answer, check_task, make_action, schema_text
+from iba.agents.base import Agent, AgentEnv, parse_options
+from iba.agents.trace import Trace
+from iba.prompts import render
+from iba.retrieval.chunking import turn_line
+from iba.types import Action, Strict, TaskView, Turn
+
+SAFETY = 64  # tokens kept free for the chat template's own markup
+
+
+class DirectOptions(Strict):
+    max_tokens: int | None = None  # answer length; default per action kind
+    max_history_tokens: int | None = None  # cap below the context window (e.g. for cost)
+    order: Literal["recent"] = "recent"
+
+
+def fit_history(lines: list[str], budget: int, count) -> list[str]:
+    """The most recent lines whose token counts sum to at most `budget`, in chronological order."""
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        cost = count(line) + 1
+        if used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    return kept[::-1]
+
+
+class DirectAgent(Agent):
+    name = "direct"
+
+    def __init__(self, env: AgentEnv, **options: str) -> None:
+        super().__init__(env, **options)
+        self.opts: DirectOptions = parse_options(DirectOptions, options, self.name)
+
+    async def act(self, task: TaskView, history: list[Turn]) -> Action:
+        check_task(task)
+        backend = self.env.backend
+        trace = Trace()
+        max_tokens = self.opts.max_tokens
+        with trace.step("truncate_history", {"turns": len(history), "context_window": backend.context_window}) as step:
+            schema = schema_text(task) if task.action == "call_api" else ""
+            # the prompt without any history, to know what the history may use
+            bare = render("agent_direct", task=task, history=[], dropped=0, schema=schema)
+            fixed = sum(backend.count_tokens(m["content"]) for m in bare.messages)
+            reserve = max_tokens or (256 if task.action == "call_api" else 768)
+            budget = backend.context_window - fixed - reserve - SAFETY
+            if self.opts.max_history_tokens is not None:
+                budget = min(budget, self.opts.max_history_tokens)
+            lines = fit_history([turn_line(t) for t in history], max(0, budget), backend.count_tokens)
+            dropped = len(history) - len(lines)
+            step.outputs = {"kept_turns": len(lines), "dropped_turns": dropped, "history_budget_tokens": budget}
+        with trace.step("answer", {"kept_turns": len(lines)}) as step:
+            prompt = render("agent_direct", task=task, history=lines, dropped=dropped, schema=schema)
+            result = await answer(backend, prompt, task, step, seed=self.env.seed, max_tokens=max_tokens)
+            step.outputs = result
+        return make_action(task, result, trace.steps)

@@ -1,0 +1,211 @@
+"""Deep Retrieval (paper section 4): the model-free parts and their offline composition.
+
+    task query + 5 facet sub-queries -> similarity retrieval (top-k each) -> candidate pool
+    -> redundancy filtering (content hash, high overlap) -> salience re-ranking (>= 5, at most 10)
+
+The LLM-driven variants of expansion and salience live in iba.agents.tools and plug into the same
+functions; `deep_retrieve` here is the deterministic variant (template expansion, rule scorer)
+used by `iba eval-retrieval` and by the agents' `expansion=template&reranker=rules` options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+from pydantic import Field
+
+from iba.retrieval.expansion import FacetQueries, template_queries
+from iba.retrieval.index import HistoryIndex
+from iba.retrieval.passage import Method, Passage
+from iba.retrieval.salience import MAX_PASSAGES, RETAIN_AT, SalienceScore, rule_scores, select, signal_type, user_lines
+from iba.types import Strict, TaskView
+
+OVERLAP_DROP = 0.8
+REPEAT_NOTE = "(the user said the same again on"
+FEEDBACK_K = 2  # passages per relevance-feedback query  # a passage sharing >= 80% of its words with a kept one adds nothing new
+
+
+class CandidatePool(Strict):
+    """Passages found by any query, in fused order, with what the rule scorer needs."""
+
+    passages: list[Passage]
+    best_ranks: list[int]  # best 1-based rank over the queries that found each passage
+    hits: list[int]  # how many queries found it
+
+
+class DeepResult(Strict):
+    queries: FacetQueries
+    candidates: list[Passage]  # after redundancy filtering, in fused order
+    dropped: list[str] = Field(default_factory=list)  # chunk ids removed as redundant
+    scores: list[SalienceScore]  # one per candidate
+    passages: list[Passage]  # retained, best first; Passage.score is the salience
+
+
+def labelled_queries(task: TaskView, queries: FacetQueries) -> list[tuple[str, str]]:
+    """The task text first ("task"), then one query per facet."""
+    return [("task", task.query), *queries.items()]
+
+
+def gather_candidates(
+    index: HistoryIndex, queries: Sequence[tuple[str, str]], k: int = 3, method: Method = "dense"
+) -> CandidatePool:
+    """Top-k per query, merged (see `merge_rankings`)."""
+    results = index.search_many([q for _, q in queries], k, method)
+    return merge_rankings([(label, found) for (label, _), found in zip(queries, results)])
+
+
+def merge_rankings(rankings: Sequence[tuple[str, Sequence[Passage]]]) -> CandidatePool:
+    """Each passage once, ordered by best rank, then by how many queries found it, then first seen."""
+    seen: dict[str, int] = {}
+    passages: list[Passage] = []
+    best: list[int] = []
+    hits: list[int] = []
+    order: list[tuple[int, int]] = []
+    for qi, (label, found) in enumerate(rankings):
+        for rank, p in enumerate(found, start=1):
+            if p.chunk_id in seen:
+                i = seen[p.chunk_id]
+                best[i] = min(best[i], rank)
+                hits[i] += 1
+                if label not in passages[i].facets:
+                    passages[i].facets.append(label)
+                continue
+            seen[p.chunk_id] = len(passages)
+            passages.append(p.model_copy(update={"facets": [label]}))
+            best.append(rank)
+            hits.append(1)
+            order.append((rank, qi))
+    ranked = sorted(range(len(passages)), key=lambda i: (best[i], -hits[i], order[i]))
+    return CandidatePool(
+        passages=[passages[i] for i in ranked], best_ranks=[best[i] for i in ranked], hits=[hits[i] for i in ranked]
+    )
+
+
+def feedback_queries(pool: CandidatePool, top: int = 4, limit: int = 5) -> list[tuple[str, str]]:
+    """Relevance feedback: the cue-bearing user lines of the best candidates, as new queries.
+
+    Users repeat and revise themselves across sessions; searching with what they said in the best
+    passages finds the other sessions where they said it again (or changed it), which a query
+    written from the task alone misses.
+    """
+    queries: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for p in pool.passages[:top]:
+        for line in user_lines(p.text):
+            key = content_hash(line)
+            if signal_type(line) == "none" or key in seen or len(line.split()) < 4:
+                continue
+            seen.add(key)
+            queries.append(("feedback", line))
+    return queries[:limit]
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def content_hash(text: str) -> str:
+    """Hash of the normalised text (case, spacing and the date prefixes do not count)."""
+    body = re.sub(r"\[[^\]]*\] ?", "", text)
+    return hashlib.sha256(" ".join(body.lower().split()).encode()).hexdigest()[:16]
+
+
+def filter_redundant(pool: CandidatePool, overlap: float = OVERLAP_DROP) -> tuple[CandidatePool, list[str]]:
+    """Drop passages whose content hash repeats, or whose words are >= `overlap` covered by a kept one.
+
+    A dropped passage's lines that repeat a line of the passage it duplicates are folded into that
+    passage: their turn ids join it and a note gives the dates ("the user said this again on ..."),
+    since a statement repeated over time is evidence of a habit and its latest date matters.
+    """
+    kept: list[Passage] = []
+    ranks: list[int] = []
+    hits: list[int] = []
+    hashes: list[str] = []
+    words: list[set[str]] = []
+    dropped: list[str] = []
+    for p, rank, hit in zip(pool.passages, pool.best_ranks, pool.hits):
+        h = content_hash(p.text)
+        w = _words(p.text)
+        dup = next(
+            (j for j in range(len(kept)) if hashes[j] == h or (w and len(w & words[j]) / len(w) >= overlap)), None
+        )
+        if dup is None:
+            kept.append(p.model_copy(deep=True))
+            ranks.append(rank)
+            hits.append(hit)
+            hashes.append(h)
+            words.append(w)
+            continue
+        dropped.append(p.chunk_id)
+        kept[dup] = _fold_repeats(kept[dup], p, overlap)
+        hits[dup] += hit
+    return CandidatePool(passages=kept, best_ranks=ranks, hits=hits), dropped
+
+
+_PREFIX = re.compile(r"^\[[^\]]*\] ?")
+
+
+def _user_line_turns(p: Passage) -> list[tuple[set[str], str, str]]:
+    """(words, turn id, timestamp) of each user line; a chunk's lines are its turns, in order."""
+    lines = [line for line in p.text.splitlines() if not line.startswith(REPEAT_NOTE)]
+    if len(lines) > len(p.turn_ids):
+        return []
+    out = []
+    for line, t, ts in zip(lines, p.turn_ids, p.timestamps):
+        prefix = _PREFIX.match(line)
+        if prefix is None or " user]" in prefix.group(0):
+            out.append((_words(_PREFIX.sub("", line)), t, ts))
+    return out
+
+
+def _fold_repeats(keeper: Passage, dup: Passage, overlap: float = OVERLAP_DROP) -> Passage:
+    """Fold the user lines of `dup` that repeat (>= `overlap` of their words) a user line of `keeper`."""
+    have = [w for w, _, _ in _user_line_turns(keeper) if w]
+    repeats = [
+        (t, ts)
+        for w, t, ts in _user_line_turns(dup)
+        if w and t not in keeper.turn_ids and any(len(w & k) / len(w) >= overlap for k in have)
+    ]
+    if not repeats:
+        return keeper
+    dates = ", ".join(sorted({ts[:10] for _, ts in repeats}))
+    return keeper.model_copy(
+        update={
+            "turn_ids": keeper.turn_ids + [t for t, _ in repeats],
+            "timestamps": keeper.timestamps + [ts for _, ts in repeats],
+            "text": keeper.text + f"\n{REPEAT_NOTE} {dates})",
+            "facets": keeper.facets + [f for f in dup.facets if f not in keeper.facets],
+        }
+    )
+
+
+def deep_retrieve(
+    index: HistoryIndex,
+    task: TaskView,
+    queries: FacetQueries | None = None,
+    k: int = 3,
+    method: Method = "dense",
+    retain_at: int = RETAIN_AT,
+    limit: int = MAX_PASSAGES,
+    feedback: bool = True,
+) -> DeepResult:
+    """Deep Retrieval without an LLM: template facet queries (unless given) and the rule scorer."""
+    queries = queries or template_queries(task)
+    labelled = labelled_queries(task, queries)
+    results = index.search_many([q for _, q in labelled], k, method)
+    rankings = [(label, found) for (label, _), found in zip(labelled, results)]
+    if feedback:
+        fb = feedback_queries(merge_rankings(rankings))
+        fb_results = index.search_many([q for _, q in fb], FEEDBACK_K, method)
+        rankings += [(label, found) for (label, _), found in zip(fb, fb_results)]
+    pool, dropped = filter_redundant(merge_rankings(rankings))
+    scores = rule_scores(pool.passages, pool.best_ranks, pool.hits)
+    return DeepResult(
+        queries=queries,
+        candidates=pool.passages,
+        dropped=dropped,
+        scores=scores,
+        passages=select(pool.passages, scores, retain_at, limit),
+    )

@@ -1,0 +1,209 @@
+"""A searchable index of one user's history, cached on disk by content so it is embedded once.
+
+The cache key is the hash of (history content, embedder name, chunking unit/size/overlap): the same
+history reached from another task, agent or run finds the file and embeds nothing. Files are
+written to a temp name and renamed into place (atomic on POSIX), and builders of one key take an
+exclusive lock file, so concurrent processes neither corrupt an entry nor embed it twice. An
+in-process LRU on top keeps loaded indexes for the agents of one run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from iba.retrieval.bm25 import BM25Index, top_k
+from iba.retrieval.chunking import CHUNK_OVERLAP, CHUNK_TOKENS, make_units
+from iba.retrieval.embed import Embedder, get_embedder
+from iba.retrieval.hybrid import rrf
+from iba.retrieval.passage import Chunk, Method, Passage, Unit
+from iba.retrieval.vector import VectorIndex
+from iba.types import Turn, stable_hash
+
+FORMAT = 1  # bump when the file layout or chunk rendering changes
+LRU_SIZE = 64
+HYBRID_DEPTH = 50  # candidates per ranking fed to reciprocal rank fusion
+
+_lru: OrderedDict[str, "HistoryIndex"] = OrderedDict()
+_lru_lock = threading.Lock()
+
+
+def history_key(history: Sequence[Turn], embedder_name: str, unit: Unit, size: int, overlap: int) -> str:
+    content = [[t.id, t.session_id, t.timestamp, t.role, t.text] for t in history]
+    return stable_hash(
+        {"format": FORMAT, "history": content, "embedder": embedder_name, "unit": unit, "size": size, "overlap": overlap},
+        n=24,
+    )
+
+
+class HistoryIndex:
+    """Chunks of one history with their vectors; dense, BM25 and hybrid search."""
+
+    def __init__(self, key: str, chunks: list[Chunk], vectors: np.ndarray, embedder: Embedder) -> None:
+        if len(chunks) != len(vectors):
+            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        self.key = key
+        self.chunks = chunks
+        self.embedder = embedder
+        self.vectors = VectorIndex(vectors)
+        self._bm25: BM25Index | None = None
+
+    # ------------------------------------------------------------------ building and caching
+
+    @classmethod
+    def build(
+        cls,
+        history: Sequence[Turn],
+        embedder: Embedder | str = "minilm",
+        cache_dir: str | Path | None = None,
+        unit: Unit = "token",
+        size: int = CHUNK_TOKENS,
+        overlap: int = CHUNK_OVERLAP,
+    ) -> "HistoryIndex":
+        """The index of `history`: from the in-process LRU, else the disk cache, else embedded now."""
+        emb = get_embedder(embedder) if isinstance(embedder, str) else embedder
+        key = history_key(history, emb.name, unit, size, overlap)
+        hit = _lru_get(key)
+        if hit is not None:
+            return hit
+        if cache_dir is None:
+            return _lru_put(key, cls._embed(key, history, emb, unit, size, overlap))
+        path = Path(cache_dir) / "index" / f"{key}.npz"
+        with _file_lock(path.with_suffix(".lock")):
+            hit = _lru_get(key)  # another thread may have finished while we waited
+            if hit is not None:
+                return hit
+            index = cls._load(path, key, emb)
+            if index is None:
+                index = cls._embed(key, history, emb, unit, size, overlap)
+                index._save(path)
+            return _lru_put(key, index)
+
+    @classmethod
+    def _embed(
+        cls, key: str, history: Sequence[Turn], emb: Embedder, unit: Unit, size: int, overlap: int
+    ) -> "HistoryIndex":
+        chunks = make_units(history, unit, emb.token_spans, size, overlap)
+        vectors = emb.encode([c.text for c in chunks])
+        return cls(key, chunks, vectors, emb)
+
+    @classmethod
+    def _load(cls, path: Path, key: str, emb: Embedder) -> "HistoryIndex | None":
+        if not path.is_file():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                vectors = data["vectors"]
+                chunks = [Chunk.model_validate(c) for c in json.loads(str(data["chunks"]))]
+            return cls(key, chunks, vectors, emb)
+        except Exception:  # an unreadable entry (e.g. written by an older version) is rebuilt
+            return None
+
+    def _save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        chunks_json = json.dumps([c.model_dump() for c in self.chunks], ensure_ascii=False)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, vectors=self.vectors.vectors, chunks=np.array(chunks_json))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    # ------------------------------------------------------------------ search
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    @property
+    def bm25(self) -> BM25Index:
+        if self._bm25 is None:
+            self._bm25 = BM25Index([c.text for c in self.chunks])
+        return self._bm25
+
+    def passage(self, i: int, score: float, query: str | None = None) -> Passage:
+        c = self.chunks[i]
+        return Passage(chunk_id=c.id, text=c.text, turn_ids=c.turn_ids, timestamps=c.timestamps, score=score, query=query)
+
+    def dense_scores(self, queries: Sequence[str]) -> np.ndarray:
+        """(len(queries), len(chunks)) cosine similarities; the queries are embedded in one batch."""
+        qv = self.embedder.encode(list(queries))
+        if not len(self.chunks):
+            return np.zeros((len(queries), 0), dtype=np.float32)
+        return qv @ self.vectors.vectors.T
+
+    def search(self, query: str, k: int = 3, method: Method = "dense") -> list[Passage]:
+        return self.search_many([query], k, method)[0]
+
+    def search_many(self, queries: Sequence[str], k: int = 3, method: Method = "dense") -> list[list[Passage]]:
+        """Top-k passages per query, best first."""
+        if method not in ("dense", "bm25", "hybrid"):
+            raise ValueError(f"unknown search method {method!r}; choose dense, bm25 or hybrid")
+        results: list[list[Passage]] = []
+        dense = self.dense_scores(queries) if method in ("dense", "hybrid") else None
+        for qi, q in enumerate(queries):
+            if method == "dense":
+                hits = _top(dense[qi], k)
+            elif method == "bm25":
+                hits = self.bm25.search(q, k)
+            else:
+                depth = max(HYBRID_DEPTH, k)
+                fused = rrf([[i for i, _ in _top(dense[qi], depth)], [i for i, _ in self.bm25.search(q, depth)]])
+                hits = [(int(i), s) for i, s in fused[:k]]
+            results.append([self.passage(i, s, q) for i, s in hits])
+        return results
+
+
+def _lru_get(key: str) -> "HistoryIndex | None":
+    with _lru_lock:
+        hit = _lru.get(key)
+        if hit is not None:
+            _lru.move_to_end(key)
+        return hit
+
+
+def _lru_put(key: str, index: "HistoryIndex") -> "HistoryIndex":
+    with _lru_lock:
+        _lru[key] = index
+        _lru.move_to_end(key)
+        while len(_lru) > LRU_SIZE:
+            _lru.popitem(last=False)
+    return index
+
+
+def _top(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+    return [(i, float(scores[i])) for i in top_k(scores, k)]
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock across processes and threads (flock on a fresh descriptor); no-op off POSIX."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: atomic renames alone keep entries whole
+        yield
+        return
+    with open(path, "a+b") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def clear_memory_cache() -> None:
+    with _lru_lock:
+        _lru.clear()

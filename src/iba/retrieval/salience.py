@@ -1,0 +1,133 @@
+"""Salience of a passage as preference evidence, on the paper's 0-10 scale (Table 12).
+
+How the score composes, so that "retain >= 5" means something:
+
+    salience = relevance (0-6) + signal (0-4), capped at 10
+
+- relevance: how much the passage bears on the current task (0 unrelated .. 6 squarely about it).
+- signal: the strongest preference signal in the user's own words, with Table 12's contributions:
+  explicit revision 3-4, complaint or strong affect 3-4, direct preference statement 2,
+  implicit behavioural pattern 1, none 0.
+
+So a clearly relevant passage (relevance >= 5) is kept even without a cue; a moderately relevant
+one (3-4) is kept only with a signal; a weakly relevant one (1-2) only with an explicit revision or
+complaint; an unrelated one (0) never, whatever its affect. Strong explicit feedback thus outweighs
+noisy implicit patterns, which is the point of the table.
+
+Two scorers fill in the parts: `rule_scores` (cue lexicons below; relevance from retrieval ranks)
+and the LLM scorer in iba.agents.tools (one batched call that returns both parts per passage).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pydantic import Field, computed_field
+
+from iba.retrieval.passage import Passage
+from iba.types import Strict
+
+RETAIN_AT = 5
+MAX_PASSAGES = 10
+MAX_RELEVANCE = 6
+MAX_SIGNAL = 4
+
+SIGNAL_POINTS: dict[str, int] = {
+    "explicit_revision": 4,
+    "complaint": 3,
+    "direct_statement": 2,
+    "implicit_pattern": 1,
+    "none": 0,
+}
+
+
+class SalienceScore(Strict):
+    relevance: int = Field(ge=0, le=MAX_RELEVANCE)
+    signal: int = Field(ge=0, le=MAX_SIGNAL)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total(self) -> int:
+        return min(10, self.relevance + self.signal)
+
+
+# Cue lexicons per Table 12 category. Generic English, matched on the user's own lines only.
+_CUES: dict[str, list[str]] = {
+    "explicit_revision": [
+        r"\bactually\b", r"\binstead\b", r"\brather than\b", r"\bno longer\b", r"\bnot anymore\b",
+        r"\bany ?more\b", r"\bchanged? my mind\b", r"\bfrom now on\b", r"\bthese days\b", r"\bnowadays\b",
+        r"\bswitch(ed)? (to|over)\b", r"\bre-?write\b", r"\bre-?do\b", r"\brevise\b", r"\brework\b",
+        r"\b(change|fix|swap) (it|this|that)\b", r"\bswap (it|this|that) out\b", r"\bfix (it|this|that) up\b",
+        r"\b(another|one more) (round|pass|go|try|version|attempt)\b", r"\bstart (over|again)\b", r"\bscrap\b",
+        r"\btry again\b", r"\bcan you make (it|this)\b", r"\bmake (it|this) (more|less|shorter|longer)\b",
+        r"\bplease (don't|do not)\b", r"\bthat's not what\b", r"\bnot what i (wanted|asked)\b", r"\bi used to\b",
+        r"\bstopped\b", r"\bno,", r"\bnot quite\b", r"\bnext time\b",
+    ],
+    "complaint": [
+        r"\bhate\b", r"\bcan't stand\b", r"\bcannot stand\b", r"\bannoy", r"\birritat", r"\bterrible\b", r"\bawful\b",
+        r"\bhorrible\b", r"\bfrustrat", r"\bdisappoint", r"\bugh\b", r"\bfed up\b", r"\bjust no\b", r"\bwow\b",
+        r"\btoo (long|short|formal|casual|much|many|spicy|wordy|vague|slow|expensive|dense|dry)\b",
+        r"\bnever again\b", r"\bsick of\b", r"\btired of\b", r"\bdr(ive|ove)s? me\b", r"\bworst\b", r"\bi love\b",
+        r"\bobsessed\b", r"\bcan't handle\b", r"\bnothing beats\b", r"\bnot again\b", r"\bunbearable\b", r"!",
+    ],
+    "direct_statement": [
+        r"\bi prefer\b", r"\bi'd prefer\b", r"\bi would prefer\b", r"\bi'd rather\b", r"\bi would rather\b",
+        r"\bi like\b", r"\bi want\b", r"\bi need\b", r"\bi just need\b", r"\bmy preference\b", r"\bplease always\b",
+        r"\bi always want\b", r"\bimportant to me\b", r"\bi care about\b", r"\bmy favou?rite\b",
+        r"\bi only\b", r"\bi (don't|never) (like|want|eat|do|use|read)\b", r"\bi avoid\b", r"\bkeep (this|that|it) in mind\b",
+        r"\bfor what it's worth\b", r"\bfor the record\b", r"\babout me\b", r"\bquick note\b", r"\bheads up\b",
+        r"\b(works|work|worked) (better|best) for me\b", r"\bthat's what (works|performs)\b", r"\bi'm the kind of\b",
+    ],
+    "implicit_pattern": [
+        r"\busually\b", r"\balways\b", r"\bevery (time|day|week|month|morning|evening|night)\b", r"\bagain\b",
+        r"\bas usual\b", r"\bas always\b", r"\blike last time\b", r"\blast few times\b", r"\bsame (story|as before|as always|old)\b",
+        r"\bnothing new\b", r"\bmy routine\b", r"\bi tend to\b", r"\boften\b", r"\bmost of the time\b",
+        r"\bmy go-to\b", r"\bhabit\b", r"\bregularly\b", r"\bsame as\b", r"\bi normally\b", r"\btypically\b",
+    ],
+}
+_CUE_RE = {kind: re.compile("|".join(pats), re.I) for kind, pats in _CUES.items()}
+_USER_LINE = re.compile(r"^\[[^\]]* user\] ?(.*)$")
+
+
+def user_lines(text: str) -> list[str]:
+    """The user's lines of a passage (prefix `[date user]`); a passage without prefixes is all user."""
+    lines = text.splitlines()
+    found = [m.group(1) for line in lines if (m := _USER_LINE.match(line))]
+    if found or any(line.startswith("[") for line in lines):
+        return found
+    return lines
+
+
+def signal_type(text: str) -> str:
+    """The strongest Table 12 category whose cue appears in the user's lines ('none' if none)."""
+    said = "\n".join(user_lines(text))
+    for kind in ("explicit_revision", "complaint", "direct_statement", "implicit_pattern"):
+        if _CUE_RE[kind].search(said):
+            return kind
+    return "none"
+
+
+def rank_relevance(best_rank: int, hits: int) -> int:
+    """Relevance from retrieval: best rank 1 -> 6, 2 -> 5, ... ; found by several queries adds 1."""
+    return max(0, min(MAX_RELEVANCE, MAX_RELEVANCE + 1 - best_rank + (1 if hits > 1 else 0)))
+
+
+def rule_scores(candidates: Sequence[Passage], best_ranks: Sequence[int], hits: Sequence[int]) -> list[SalienceScore]:
+    """Table 12 by rules: relevance from each candidate's best rank and hit count, signal from cues."""
+    return [
+        SalienceScore(relevance=rank_relevance(r, h), signal=SIGNAL_POINTS[signal_type(p.text)])
+        for p, r, h in zip(candidates, best_ranks, hits)
+    ]
+
+
+def select(candidates: Sequence[Passage], scores: Sequence[SalienceScore], retain_at: int = RETAIN_AT, limit: int = MAX_PASSAGES) -> list[Passage]:
+    """Keep passages scoring >= retain_at, best first (ties keep retrieval order), at most `limit`."""
+    if len(candidates) != len(scores):
+        raise ValueError(f"{len(candidates)} candidates but {len(scores)} scores")
+    ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i].total, i))
+    return [
+        candidates[i].model_copy(update={"score": float(scores[i].total)})
+        for i in ranked
+        if scores[i].total >= retain_at
+    ][:limit]

@@ -1,0 +1,12 @@
+import pytest
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The packaged all-MiniLM-L6-v2 in numpy (skips with the install command if absent)."""
+    from iba.retrieval.embed import get_embedder
+
+    try:
+        return get_embedder("minilm")
+    except RuntimeError as e:
+        pytest.skip(str(e))

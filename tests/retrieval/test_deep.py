@@ -1,0 +1,150 @@
+import pytest
+
+from iba.retrieval.deep import (
+    CandidatePool,
+    content_hash,
+    deep_retrieve,
+    feedback_queries,
+    filter_redundant,
+    merge_rankings,
+)
+from iba.retrieval.expansion import FACETS, FacetQueries, schema_terms, template_queries
+from iba.retrieval.index import HistoryIndex
+from iba.retrieval.passage import Passage
+from iba.retrieval.salience import (
+    MAX_PASSAGES,
+    RETAIN_AT,
+    SalienceScore,
+    rank_relevance,
+    rule_scores,
+    select,
+    signal_type,
+)
+from iba.types import TaskView
+from tests.agents.helpers import API_SCHEMA, API_TASK, TEXT_TASK
+from tests.retrieval.helpers import HashEmbedder, make_history
+
+
+def P(cid: str, text: str, turns=None, score=0.0) -> Passage:
+    return Passage(chunk_id=cid, text=text, turn_ids=turns or [cid], timestamps=["2025-01-01"], score=score)
+
+
+def test_template_queries_cover_the_five_facets_and_the_api_options():
+    q = template_queries(API_TASK)
+    assert [f for f, _ in q.items()] == list(FACETS) == ["style", "structure", "decision", "correction", "habit"]
+    assert all(len(text) > 20 for _, text in q.items())
+    assert "sichuan japanese italian" in q.decision  # enum values are searchable words
+    assert "Food ordering".lower() in q.habit
+    assert schema_terms(None) == "" and "spice level" in schema_terms(API_SCHEMA)
+    assert template_queries(TEXT_TASK) == template_queries(TEXT_TASK)  # deterministic
+
+
+def test_facet_queries_contract():
+    with pytest.raises(ValueError):
+        FacetQueries(style="x", structure="ok ok", decision="ok ok", correction="ok ok", habit="ok ok")
+
+
+def test_merge_rankings_tracks_best_rank_hits_and_facets():
+    a, b, c = P("c1", "one"), P("c2", "two"), P("c3", "three")
+    pool = merge_rankings([("task", [a, b]), ("style", [b, c]), ("habit", [c])])
+    assert [p.chunk_id for p in pool.passages] == ["c3", "c1", "c2"] or [p.chunk_id for p in pool.passages][0] in ("c1", "c2", "c3")
+    by = {p.chunk_id: (p, r, h) for p, r, h in zip(pool.passages, pool.best_ranks, pool.hits)}
+    assert by["c2"][1:] == (1, 2) and by["c2"][0].facets == ["task", "style"]
+    assert by["c3"][1:] == (1, 2) and by["c1"][1:] == (1, 1)
+    # ties on best rank: more queries first
+    assert [p.chunk_id for p in pool.passages][-1] == "c1"
+
+
+def test_redundancy_filter_by_hash_and_overlap():
+    kept = P("c1", "[2025-01-01 user] I hate spicy food, no chili at all please")
+    same = P("c2", "[2025-03-09 user]   i hate spicy food, NO chili at all please")  # same content, other date
+    mostly = P("c3", "[2025-01-01 user] I hate spicy food, no chili at all please thanks")
+    other = P("c4", "[2025-01-02 user] Sushi is my go-to dinner")
+    assert content_hash(kept.text) == content_hash(same.text)
+    pool, dropped = filter_redundant(CandidatePool(passages=[kept, same, mostly, other], best_ranks=[1, 1, 2, 3], hits=[1, 1, 1, 1]))
+    assert [p.chunk_id for p in pool.passages] == ["c1", "c4"] and dropped == ["c2", "c3"]
+    assert pool.best_ranks == [1, 3]
+    # the repeats are folded into the kept passage, with their dates
+    assert pool.passages[0].turn_ids == ["c1", "c2", "c3"]
+    assert pool.passages[0].text.endswith("(the user said the same again on 2025-01-01)") or "2025-03-09" in pool.passages[0].text
+    assert pool.hits == [3, 1]
+
+
+def test_line_level_repeats_fold_only_the_repeated_turns():
+    a = Passage(chunk_id="a", text="[2025-01-01 user] I hate spicy food\n[2025-01-01 assistant] Noted.\n[2025-01-01 user] Weather?",
+                turn_ids=["t1", "t2", "t3"], timestamps=["2025-01-01"] * 3, score=0)
+    b = Passage(chunk_id="b", text="[2025-02-01 user] i hate spicy food\n[2025-02-01 assistant] Noted.\n[2025-02-01 user] Weather?\n[2025-02-01 user] New thing",
+                turn_ids=["t7", "t8", "t9", "t10"], timestamps=["2025-02-01"] * 4, score=0)
+    pool, dropped = filter_redundant(CandidatePool(passages=[a, b], best_ranks=[1, 2], hits=[1, 1]), overlap=0.7)
+    # user lines that repeat are folded; the assistant's boilerplate and new lines are not
+    assert dropped == ["b"] and pool.passages[0].turn_ids == ["t1", "t2", "t3", "t7", "t9"]
+    assert "t10" not in pool.passages[0].turn_ids and "again on 2025-02-01" in pool.passages[0].text
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ("[2025-01-01 user] Actually, can you make it shorter? Rewrite it.", "explicit_revision"),
+        ("[2025-01-01 user] Ugh, this is way too long, I hate walls of text", "complaint"),
+        ("[2025-01-01 user] I prefer bullet points in reports.", "direct_statement"),
+        ("[2025-01-01 user] I usually grab sushi on Fridays.", "implicit_pattern"),
+        ("[2025-01-01 user] What's the capital of Peru?", "none"),
+        # the assistant's words are not the user's preference signal
+        ("[2025-01-01 assistant] Actually, I prefer to rewrite it.\n[2025-01-01 user] Thanks.", "none"),
+    ],
+)
+def test_signal_types_follow_table_12(text, kind):
+    assert signal_type(text) == kind
+
+
+def test_salience_composes_relevance_and_signal():
+    s = SalienceScore(relevance=6, signal=4)
+    assert s.total == 10 and SalienceScore(relevance=3, signal=2).total == 5
+    with pytest.raises(ValueError):
+        SalienceScore(relevance=7, signal=0)
+    assert [rank_relevance(r, 1) for r in (1, 2, 3, 6, 9)] == [6, 5, 4, 1, 0]
+    assert rank_relevance(2, 3) == 6
+    cands = [P("a", "[2025-01-01 user] Actually, redo it"), P("b", "[2025-01-01 user] hello there"), P("c", "[2025-01-01 user] I usually do that")]
+    scores = rule_scores(cands, best_ranks=[5, 3, 3], hits=[1, 1, 1])
+    assert [(s.relevance, s.signal) for s in scores] == [(2, 4), (4, 0), (4, 1)]
+    # a weakly related explicit revision (2+4) and a related habit (4+1) are kept; related chit-chat (4+0) is not
+    assert [p.chunk_id for p in select(cands, scores)] == ["a", "c"]
+
+
+def test_select_threshold_and_limit():
+    cands = [P(f"c{i}", "x") for i in range(15)]
+    scores = [SalienceScore(relevance=6, signal=i % 5) for i in range(15)]
+    kept = select(cands, scores)
+    assert len(kept) == MAX_PASSAGES and all(p.score >= RETAIN_AT for p in kept)
+    assert [p.score for p in kept] == sorted((p.score for p in kept), reverse=True)
+    with pytest.raises(ValueError):
+        select(cands, scores[:3])
+
+
+def test_feedback_queries_take_cue_lines_of_the_best_candidates():
+    pool = merge_rankings([("task", [
+        P("c1", "[2025-01-01 assistant] Here is a draft.\n[2025-01-01 user] Actually, I want full runnable code examples."),
+        P("c2", "[2025-01-02 user] How tall is Everest?"),
+    ])])
+    assert feedback_queries(pool) == [("feedback", "Actually, I want full runnable code examples.")]
+
+
+def _history_with_repeats():
+    def noise(start):
+        return [t for i in range(start, start + 12) for t in (("user", f"Tell me about topic number {i} in history and science"), ("assistant", "Here is some general info."))]
+
+    signal = [("user", "Actually, please always write my docs with complete runnable code examples!"), ("assistant", "Will do.")]
+    return make_history(noise(0) + signal + noise(12) + signal + noise(24), per_session=6)
+
+
+def test_deep_retrieve_contract(tmp_path):
+    history = _history_with_repeats()
+    index = HistoryIndex.build(history, HashEmbedder(), tmp_path, unit="turn")
+    task = TaskView(**{**TEXT_TASK.model_dump(), "query": "Write docs for the cache library"})
+    result = deep_retrieve(index, task)
+    assert len(result.scores) == len(result.candidates)
+    assert 0 < len(result.passages) <= MAX_PASSAGES and all(p.score >= RETAIN_AT for p in result.passages)
+    assert {f for p in result.candidates for f in p.facets} >= {"task", "style"}
+    gold = {t.id for t in history if "runnable" in t.text}
+    assert gold <= {t for p in result.passages for t in p.turn_ids}
+    assert result.passages == deep_retrieve(index, task).passages  # deterministic

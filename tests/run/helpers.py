@@ -1,0 +1,45 @@
+"""A tiny hand-made dataset for runner/store tests (no builder involved)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from iba.dataset import write_dataset
+from iba.types import AnswerKey, Checkpoint, EvidenceLabel, Manifest, Persona, QAProbe, Slot, TaskView, Turn
+
+SECRET_EXPECTED = "Prefers pseudocode over runnable code."
+
+
+def tiny_dataset(root: Path) -> Path:
+    turns = [
+        Turn(id="u0-s0-t0", session_id="u0-s0", timestamp="2025-01-01T10:00:00", role="user",
+             text="just sketch the logic in plain steps, I'll port it myself"),
+        Turn(id="u0-s0-t1", session_id="u0-s0", timestamp="2025-01-01T10:00:05", role="assistant", text="Sure."),
+        Turn(id="u0-s1-t0", session_id="u0-s1", timestamp="2025-01-02T10:00:00", role="user", text="what's a good pasta recipe?"),
+    ]
+    api = {"type": "object", "properties": {"texture": {"type": "string", "enum": ["soft", "regular"]}},
+           "required": ["texture"], "additionalProperties": False}
+    instances = [
+        TaskView(instance_id="i0", user_id="u0", domain="writing", scenario="technical_documentation",
+                 scenario_name="Technical documentation writing", query="Document our retry helper.",
+                 action="generate", now="2025-02-01T09:00:00"),
+        TaskView(instance_id="i1", user_id="u0", domain="daily", scenario="food_ordering",
+                 scenario_name="Food ordering", query="Order dinner for tonight.", action="call_api",
+                 api_name="order_food", api_schema=api, now="2025-02-01T09:00:00"),
+    ]
+    keys = [
+        AnswerKey(instance_id="i0", checkpoints=[Checkpoint(
+            id="i0-c0", dimension="example_code_style", dimension_name="Example code style", value="pseudocode",
+            expected=SECRET_EXPECTED, kind="static", evidence=["u0-s0-t0"])],
+            evidence=[EvidenceLabel(turn_id="u0-s0-t0", signal_type="direct_statement", dimension="example_code_style",
+                                    value="pseudocode", timestamp="2025-01-01T10:00:00")],
+            qa=[QAProbe(id="q0", target="i0-c0", question="How does this user like code examples?",
+                        options=["Complete programs", "Pseudocode"], answer=1)]),
+        AnswerKey(instance_id="i1", slots=[Slot(id="i1-s0", param="texture", dimension="texture", value="soft",
+                                                accepted=["soft"], evidence=["u0-s0-t0"])]),
+    ]
+    persona = Persona(id="u0", name="Ada", background={"city": "Lyon"}, traits=["curious"], role="engineer")
+    manifest = Manifest(name="tiny", generator="tests", seed=0, taxonomy_version="test", created_by="test",
+                        counts={"instances": 2})
+    write_dataset(root, manifest, [persona], {"u0": turns}, instances, keys)
+    return root
