@@ -1,7 +1,7 @@
 """The agent contract: `act(task, history) -> Action`.
 
 An agent receives a TaskView (public) and the user's history (public turns) and nothing else.
-The answer key never passes through here; tests/agents/test_no_leak.py holds that line.
+The answer key never passes through here; tests/run/test_runner.py::test_agent_never_sees_the_answer_key holds that line.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_backend_arguments(p)
     p.add_argument("--judges", default="same", help="judge models for text checkpoints (default: the run's model)")
     p.add_argument("--no-qa", action="store_true", help="skip the multiple-choice QA probes")
+    p.add_argument("--qa-per-instance", type=int, default=1,
+                   help="QA probes asked per instance (default 1, to keep the demo within minutes)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -44,6 +46,7 @@ def main(args: argparse.Namespace) -> int:
     judges = judge_backends(args.judges, backend, args)
     cfg = RunConfig(
         agents=args.agents or ["rag"], run="demo", seed=args.seed, qa=not args.no_qa,
+        qa_per_instance=args.qa_per_instance,
         cache_dir=args.cache_dir, progress=not args.quiet,
     )
     store_path = out / "runs.sqlite"

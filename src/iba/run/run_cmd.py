@@ -41,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, default=1,
                    help="instances in flight at once (the embedded model serialises anyway; raise it for servers)")
     p.add_argument("--qa", action="store_true", help="also ask each instance's multiple-choice QA probes (knowledge-to-action gap)")
+    p.add_argument("--qa-per-instance", type=int, default=None, help="with --qa: at most N probes per instance")
     p.add_argument("--judges", default="same",
                    help="comma-separated judge model strings for Generate(text) checkpoints; 'same' = the run's "
                    "model (default), 'none' = verifiers and slot matching only")
@@ -87,7 +88,8 @@ def main(args: argparse.Namespace) -> int:
     cfg = RunConfig(
         agents=args.agents or ["rag"], run=args.run, trials=args.trials, seed=args.seed,
         concurrency=args.concurrency, limit=args.limit, domains=args.domains, scenarios=args.scenarios,
-        qa=args.qa, score=not args.no_score, judge_repeats=args.judge_repeats, timeout_s=args.timeout,
+        qa=args.qa, qa_per_instance=args.qa_per_instance, score=not args.no_score,
+        judge_repeats=args.judge_repeats, timeout_s=args.timeout,
         cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
     )
     with Store(args.store) as store:

@@ -38,6 +38,7 @@ class RunConfig:
     domains: list[str] | None = None
     scenarios: list[str] | None = None
     qa: bool = False  # also ask each instance's QA probes (knowledge-to-action gap)
+    qa_per_instance: int | None = None  # at most this many probes per instance (None: all)
     score: bool = True
     judge_repeats: int = 1
     timeout_s: float = 900.0
@@ -181,7 +182,7 @@ async def run_dataset(
             for trial in range(cfg.trials):
                 work.append((spec, task, trial))
                 if cfg.qa:
-                    for probe in keys[task.instance_id].qa:
+                    for probe in keys[task.instance_id].qa[: cfg.qa_per_instance]:
                         work.append((spec, qa_task(task, probe), trial))
     summary.planned = len(work)
     todo = [w for w in work if not store.has_run(run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]))]
