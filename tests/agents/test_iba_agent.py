@@ -7,7 +7,7 @@ from tests.agents.helpers import API_TASK, TEXT_TASK, env, iba_backend, iba_repl
 from tests.fakes import ScriptedBackend
 
 FULL = [
-    "build_index", "similarity_retrieve", "expand_queries", "facet_retrieve", "filter_redundant",
+    "build_index", "similarity_retrieve", "expand_queries", "facet_retrieve", "feedback_retrieve", "filter_redundant",
     "rerank_salience", "compact_evidence", "extract_preferences", "align_plan", "synthesize",
 ]
 LLM_STEPS = {"expand_queries", "rerank_salience", "compact_evidence", "extract_preferences", "align_plan", "synthesize"}
@@ -74,7 +74,7 @@ async def test_bad_salience_json_retried_once_then_errored(tmp_path):
     "opts, steps, calls",
     [
         ({"retrieval": "false"}, ["build_index", "similarity_retrieve", "compact_evidence", "extract_preferences", "align_plan", "synthesize"], 4),
-        ({"btda": "false"}, FULL[:6] + ["synthesize"], 3),
+        ({"btda": "false"}, FULL[:7] + ["synthesize"], 3),
         ({"synthesis": "rag"}, FULL, 6),
         ({"expansion": "template", "reranker": "rules", "compact": "rules"}, FULL, 3),
     ],
@@ -111,3 +111,16 @@ def test_resolve_latest_is_order_independent_for_dates():
 def test_bad_option_value_is_rejected(tmp_path):
     with pytest.raises(ValueError, match="reranker"):
         _agent(iba_backend(), tmp_path, reranker="magic")
+
+
+async def test_llm_scorer_that_keeps_nothing_falls_back_to_rules(tmp_path):
+    def reply(m, k):
+        if "rate passages" in m[0]["content"]:
+            n = sum(1 for line in m[-1]["content"].splitlines() if line.startswith("[P"))
+            return {"scores": [{"relevance": 0, "signal": 0}] * n}
+        return iba_reply(m, k)
+
+    action = await _agent(ScriptedBackend(reply), tmp_path).act(TEXT_TASK, small_history())
+    step = next(s for s in action.trace if s.step == "rerank_salience")
+    assert step.outputs["fallback"] == "rules" and step.outputs["retained"]
+    assert all(v >= 5 for k, v in step.outputs["scores"].items() if k in {r["chunk_id"] for r in step.outputs["retained"]})

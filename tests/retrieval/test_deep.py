@@ -47,7 +47,7 @@ def test_facet_queries_contract():
 def test_merge_rankings_tracks_best_rank_hits_and_facets():
     a, b, c = P("c1", "one"), P("c2", "two"), P("c3", "three")
     pool = merge_rankings([("task", [a, b]), ("style", [b, c]), ("habit", [c])])
-    assert [p.chunk_id for p in pool.passages] == ["c3", "c1", "c2"] or [p.chunk_id for p in pool.passages][0] in ("c1", "c2", "c3")
+    assert [p.chunk_id for p in pool.passages] == ["c2", "c3", "c1"]  # best rank, then more queries, then first seen
     by = {p.chunk_id: (p, r, h) for p, r, h in zip(pool.passages, pool.best_ranks, pool.hits)}
     assert by["c2"][1:] == (1, 2) and by["c2"][0].facets == ["task", "style"]
     assert by["c3"][1:] == (1, 2) and by["c1"][1:] == (1, 1)
@@ -102,13 +102,26 @@ def test_salience_composes_relevance_and_signal():
     assert s.total == 10 and SalienceScore(relevance=3, signal=2).total == 5
     with pytest.raises(ValueError):
         SalienceScore(relevance=7, signal=0)
-    assert [rank_relevance(r, 1) for r in (1, 2, 3, 6, 9)] == [6, 5, 4, 1, 0]
-    assert rank_relevance(2, 3) == 6
-    cands = [P("a", "[2025-01-01 user] Actually, redo it"), P("b", "[2025-01-01 user] hello there"), P("c", "[2025-01-01 user] I usually do that")]
-    scores = rule_scores(cands, best_ranks=[5, 3, 3], hits=[1, 1, 1])
-    assert [(s.relevance, s.signal) for s in scores] == [(2, 4), (4, 0), (4, 1)]
-    # a weakly related explicit revision (2+4) and a related habit (4+1) are kept; related chit-chat (4+0) is not
-    assert [p.chunk_id for p in select(cands, scores)] == ["a", "c"]
+    assert [rank_relevance(r, 1) for r in (1, 2, 3, 4, 5, 7, 10, 11)] == [6, 5, 5, 4, 4, 3, 2, 1]
+    assert rank_relevance(2, 3) == 6 and rank_relevance(1, 2) == 6
+    cands = [P("a", "[2025-01-01 user] Actually, redo it"), P("b", "[2025-01-01 user] hello there"),
+             P("c", "[2025-01-01 user] I usually do that"), P("d", "[2025-01-01 user] nice weather")]
+    scores = rule_scores(cands, best_ranks=[9, 3, 6, 6], hits=[1, 1, 1, 1])
+    assert [(s.relevance, s.signal) for s in scores] == [(2, 4), (5, 0), (3, 1), (3, 0)]
+    # a weakly related explicit revision (2+4) and a top-3 hit (5+0) are kept; a deeper habit (3+1)
+    # and deeper chit-chat (3+0) are not
+    assert [p.chunk_id for p in select(cands, scores)] == ["a", "b"]
+
+
+def test_select_skips_passages_whose_evidence_is_already_kept():
+    a = Passage(chunk_id="a", text="[2025-01-01 assistant] Draft.\n[2025-01-01 user] Actually, shorter please.",
+                turn_ids=["t1", "t2"], timestamps=["x", "x"], score=0)
+    b = Passage(chunk_id="b", text="[2025-01-01 user] Actually, shorter please.\n[2025-01-01 assistant] Sure.",
+                turn_ids=["t2", "t3"], timestamps=["x", "x"], score=0)  # the overlap of two chunks: nothing new
+    c = Passage(chunk_id="c", text="[2025-01-02 user] I prefer tables.", turn_ids=["t9"], timestamps=["x"], score=0)
+    s = [SalienceScore(relevance=6, signal=4)] * 3
+    assert [p.chunk_id for p in select([a, b, c], s)] == ["a", "c"]
+    assert [p.chunk_id for p in select([a, b, c], s, novel_only=False)] == ["a", "b", "c"]
 
 
 def test_select_threshold_and_limit():

@@ -1,6 +1,5 @@
 import multiprocessing as mp
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -34,7 +34,7 @@ class ExternalOptions(Strict):
     timeout: float = Field(300.0, gt=0)
 
     @model_validator(mode="after")
-    def _one(self) -> "ExternalOptions":
+    def _one(self) -> ExternalOptions:
         if (self.cmd is None) == (self.url is None):
             raise ValueError("give exactly one of cmd=... or url=...")
         return self
@@ -102,7 +102,7 @@ class ExternalAgent(Agent):
             raise AgentError(f"cannot start external command {self.opts.cmd!r}: {e}") from None
         try:
             out, err = await asyncio.wait_for(proc.communicate(payload), self.opts.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
             raise AgentError(f"external command {self.opts.cmd!r} timed out after {self.opts.timeout:g}s") from None

@@ -200,8 +200,7 @@ class IBAFunctionCallingAgent(Agent):
                     st.outputs = {"params": params}
                 return Outcome("done", final={"params": params})
             a = _args(FinalTextArgs, args, name)
-            if not tools.evidence and not tools.rankings:
-                await self._ensure_evidence(tools)
+            await self._ensure_evidence(tools)  # what was searched but not yet reranked still counts
             result = await tools.synthesize("plan", instructions=a.notes)
             return Outcome("done", final=result)
         raise ToolArgError(f"unknown tool {name!r}; the tools are: {', '.join(PLAN)}")

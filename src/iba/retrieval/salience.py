@@ -52,7 +52,9 @@ class SalienceScore(Strict):
         return min(10, self.relevance + self.signal)
 
 
-# Cue lexicons per Table 12 category. Generic English, matched on the user's own lines only.
+# Cue lexicons per Table 12 category: generic English feedback phrasing, matched on the user's own
+# lines only. Words that fire on small talk far more than on preferences ("!", "I need", a bare
+# "usually" or "again") are left out or required in the first person.
 _CUES: dict[str, list[str]] = {
     "explicit_revision": [
         r"\bactually\b", r"\binstead\b", r"\brather than\b", r"\bno longer\b", r"\bnot anymore\b",
@@ -69,21 +71,22 @@ _CUES: dict[str, list[str]] = {
         r"\bhorrible\b", r"\bfrustrat", r"\bdisappoint", r"\bugh\b", r"\bfed up\b", r"\bjust no\b", r"\bwow\b",
         r"\btoo (long|short|formal|casual|much|many|spicy|wordy|vague|slow|expensive|dense|dry)\b",
         r"\bnever again\b", r"\bsick of\b", r"\btired of\b", r"\bdr(ive|ove)s? me\b", r"\bworst\b", r"\bi love\b",
-        r"\bobsessed\b", r"\bcan't handle\b", r"\bnothing beats\b", r"\bnot again\b", r"\bunbearable\b", r"!",
+        r"\bobsessed\b", r"\bcan't handle\b", r"\bnothing beats\b", r"\bnot again\b", r"\bunbearable\b",
     ],
     "direct_statement": [
         r"\bi prefer\b", r"\bi'd prefer\b", r"\bi would prefer\b", r"\bi'd rather\b", r"\bi would rather\b",
-        r"\bi like\b", r"\bi want\b", r"\bi need\b", r"\bi just need\b", r"\bmy preference\b", r"\bplease always\b",
+        r"\bi like\b", r"\bi want\b", r"\bi just need\b", r"\bi need (it|them|you|my|the answer)\b", r"\bmy preference\b", r"\bplease always\b",
         r"\bi always want\b", r"\bimportant to me\b", r"\bi care about\b", r"\bmy favou?rite\b",
         r"\bi only\b", r"\bi (don't|never) (like|want|eat|do|use|read)\b", r"\bi avoid\b", r"\bkeep (this|that|it) in mind\b",
         r"\bfor what it's worth\b", r"\bfor the record\b", r"\babout me\b", r"\bquick note\b", r"\bheads up\b",
         r"\b(works|work|worked) (better|best) for me\b", r"\bthat's what (works|performs)\b", r"\bi'm the kind of\b",
     ],
     "implicit_pattern": [
-        r"\busually\b", r"\balways\b", r"\bevery (time|day|week|month|morning|evening|night)\b", r"\bagain\b",
+        # first person only: "what do people usually..." is a question, not a habit
+        r"\b(i|i'll|i'd|we) (usually|always|normally|typically|often|tend to)\b", r"\bevery time i\b",
         r"\bas usual\b", r"\bas always\b", r"\blike last time\b", r"\blast few times\b", r"\bsame (story|as before|as always|old)\b",
-        r"\bnothing new\b", r"\bmy routine\b", r"\bi tend to\b", r"\boften\b", r"\bmost of the time\b",
-        r"\bmy go-to\b", r"\bhabit\b", r"\bregularly\b", r"\bsame as\b", r"\bi normally\b", r"\btypically\b",
+        r"\bnothing new\b", r"\bmy routine\b", r"\bmost of the time\b",
+        r"\bmy go-to\b", r"\bmy habit\b", r"\bregularly\b", r"\bsame as (before|always|last)\b",
     ],
 }
 _CUE_RE = {kind: re.compile("|".join(pats), re.I) for kind, pats in _CUES.items()}
@@ -109,8 +112,10 @@ def signal_type(text: str) -> str:
 
 
 def rank_relevance(best_rank: int, hits: int) -> int:
-    """Relevance from retrieval: best rank 1 -> 6, 2 -> 5, ... ; found by several queries adds 1."""
-    return max(0, min(MAX_RELEVANCE, MAX_RELEVANCE + 1 - best_rank + (1 if hits > 1 else 0)))
+    """Relevance from retrieval: rank 1 -> 6, a top-3 hit (the paper's standard retrieval) -> 5,
+    top-5 -> 4, top-7 -> 3, top-10 -> 2, deeper -> 1; found by several queries adds 1 (max 6)."""
+    base = next(rel for limit, rel in ((1, 6), (3, 5), (5, 4), (7, 3), (10, 2), (10**9, 1)) if best_rank <= limit)
+    return min(MAX_RELEVANCE, base + (1 if hits > 1 else 0))
 
 
 def rule_scores(candidates: Sequence[Passage], best_ranks: Sequence[int], hits: Sequence[int]) -> list[SalienceScore]:
@@ -121,13 +126,38 @@ def rule_scores(candidates: Sequence[Passage], best_ranks: Sequence[int], hits: 
     ]
 
 
-def select(candidates: Sequence[Passage], scores: Sequence[SalienceScore], retain_at: int = RETAIN_AT, limit: int = MAX_PASSAGES) -> list[Passage]:
-    """Keep passages scoring >= retain_at, best first (ties keep retrieval order), at most `limit`."""
+def select(
+    candidates: Sequence[Passage],
+    scores: Sequence[SalienceScore],
+    retain_at: int = RETAIN_AT,
+    limit: int = MAX_PASSAGES,
+    novel_only: bool = True,
+) -> list[Passage]:
+    """Keep passages scoring >= retain_at, best first (ties keep retrieval order), at most `limit`.
+
+    novel_only: skip a passage whose user turns are all in passages already kept (the user's words
+    are the evidence; two overlapping chunks would otherwise spend two of the ten slots on them).
+    """
     if len(candidates) != len(scores):
         raise ValueError(f"{len(candidates)} candidates but {len(scores)} scores")
     ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i].total, i))
-    return [
-        candidates[i].model_copy(update={"score": float(scores[i].total)})
-        for i in ranked
-        if scores[i].total >= retain_at
-    ][:limit]
+    kept: list[Passage] = []
+    covered: set[str] = set()
+    for i in ranked:
+        if scores[i].total < retain_at or len(kept) >= limit:
+            break
+        p = candidates[i]
+        key_turns = evidence_turns(p)
+        if novel_only and key_turns and key_turns <= covered:
+            continue
+        kept.append(p.model_copy(update={"score": float(scores[i].total)}))
+        covered |= set(p.turn_ids)
+    return kept
+
+
+def evidence_turns(p: Passage) -> set[str]:
+    """The passage's user turns; empty if its lines and turns don't align (then it is never skipped)."""
+    lines = [line for line in p.text.splitlines() if line.startswith("[")]
+    if len(lines) > len(p.turn_ids):
+        return set()
+    return {t for t, line in zip(p.turn_ids, lines) if _USER_LINE.match(line)}
