@@ -58,3 +58,18 @@ def test_eval_retrieval_table(demo, cache, capsys):
     assert iba_main(["eval-retrieval", str(demo), "--limit", "2", "--cache-dir", str(cache)]) == 0
     out = capsys.readouterr().out
     assert "recall@3" in out and "dense_top3" in out and "deep" in out and "2 instances" in out
+
+
+def test_users_sample_keeps_whole_users_and_is_seeded():
+    from iba.retrieval.cli import sample_users
+    from iba.types import TaskView
+
+    tasks = [
+        TaskView(instance_id=f"{u}-{i}", user_id=u, domain="writing", scenario="s", scenario_name="S",
+                 action="generate", query="q", now="2025-01-01T00:00:00+00:00")
+        for u in ("u1", "u2", "u3", "u4") for i in range(3)
+    ]
+    a = sample_users(tasks, 2, seed=1)
+    assert len({t.user_id for t in a}) == 2 and len(a) == 6  # every task of each chosen user
+    assert a == sample_users(tasks, 2, seed=1)
+    assert {t.user_id for t in sample_users(tasks, 9, seed=1)} == {"u1", "u2", "u3", "u4"}

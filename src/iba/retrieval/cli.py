@@ -17,6 +17,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="a dataset directory built by `iba build`")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object (method -> recalls)")
     p.add_argument("--limit", type=int, default=None, help="only the first N instances")
+    p.add_argument(
+        "--users", type=int, default=None,
+        help="only the instances of N users drawn with --seed (a spread sample of a large dataset; "
+        "each history is embedded once however many of its tasks are evaluated)",
+    )
     p.add_argument("--embedder", default="minilm", help="embedder name (minilm, all-mpnet-base-v2, bge-m3)")
     p.add_argument("--unit", choices=("token", "turn", "session"), default="token", help="retrieval unit (default: 256-token chunks, 50 overlap)")
     p.add_argument("--k", type=int, default=5, help="passages per query inside Deep Retrieval (default 5; the paper's 3)")
@@ -36,7 +41,11 @@ def main(args: argparse.Namespace) -> int:
 
     ds = Dataset(args.dataset)
     keys = ds.answer_keys()
-    instances = ds.instances[: args.limit] if args.limit else ds.instances
+    instances = list(ds.instances)
+    if args.users:
+        instances = sample_users(instances, args.users, args.seed)
+    if args.limit:
+        instances = instances[: args.limit]
     backend = None
     if args.expansion == "llm":
         from iba.llm import DEFAULT_MODEL, resolve_backend
@@ -68,6 +77,15 @@ def main(args: argparse.Namespace) -> int:
     for method, row in summary.items():
         print(f"{method:<12}{row['recall@3']:>10.3f}{row['recall@10']:>11.3f}")
     return 0
+
+
+def sample_users(instances: list, n: int, seed: int) -> list:
+    """The instances of `n` users drawn with `seed`, in dataset order."""
+    import random
+
+    users = sorted({t.user_id for t in instances})
+    chosen = set(random.Random(seed).sample(users, min(n, len(users))))
+    return [t for t in instances if t.user_id in chosen]
 
 
 async def _llm_queries(backend, task, seed: int):
