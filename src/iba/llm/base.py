@@ -73,5 +73,26 @@ class Backend(ABC):
         """Token count for budgeting prompts; providers with a tokenizer override this."""
         return max(1, len(text) // 4)
 
+
+def request_params(
+    max_tokens: int,
+    temperature: float,
+    seed: int | None,
+    json_schema: dict[str, Any] | None,
+    tools: list[ToolSpec] | None,
+    tool_choice: str | None,
+    stop: list[str] | None,
+) -> dict[str, Any]:
+    """The parameters of one call as the response cache keys them (identical across providers)."""
+    return {
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        "json_schema": json_schema,
+        "tools": [t.model_dump() for t in tools] if tools else None,
+        "tool_choice": tool_choice,
+        "stop": stop,
+    }
+
     async def aclose(self) -> None:  # pragma: no cover - default no-op
         return None

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from iba.llm import models
-from iba.llm.base import Backend, Completion, LLMError, ToolSpec
+from iba.llm.base import Backend, Completion, LLMError, ToolSpec, request_params
 from iba.llm.cache import ResponseCache, open_cache, through_cache
 from iba.llm.retry import RetryPolicy, Verdict, call_with_retries
 from iba.llm.toolcalls import (
@@ -217,15 +217,7 @@ class LlamaCppBackend(Backend):
         check_tool_choice(tools, tool_choice)
         if tool_choice == "none" or not tools:
             tools, tool_choice = None, None
-        params = {
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "seed": seed,
-            "json_schema": json_schema,
-            "tools": [t.model_dump() for t in tools] if tools else None,
-            "tool_choice": tool_choice,
-            "stop": stop,
-        }
+        params = request_params(max_tokens, temperature, seed, json_schema, tools, tool_choice, stop)
 
         async def produce() -> Completion:
             loaded = await self._aload()  # outside the retry: a broken model file is not transient

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from iba.llm.base import Backend, Completion, ToolCall, ToolSpec
+from iba.llm.base import Backend, Completion, ToolCall, ToolSpec, request_params
 from iba.llm.cache import ResponseCache, open_cache, through_cache
 from iba.llm.models import cache_root
 from iba.llm.retry import RetryPolicy, Verdict, call_with_retries, parse_retry_after
@@ -125,15 +125,7 @@ class OpenAICompatBackend(Backend):
         stop: list[str] | None = None,
     ) -> Completion:
         check_tool_choice(tools, tool_choice)
-        params = {
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "seed": seed,
-            "json_schema": json_schema,
-            "tools": [t.model_dump() for t in tools] if tools else None,
-            "tool_choice": tool_choice,
-            "stop": stop,
-        }
+        params = request_params(max_tokens, temperature, seed, json_schema, tools, tool_choice, stop)
         request: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature}
         if seed is not None:
             request["seed"] = seed
