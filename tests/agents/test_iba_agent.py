@@ -7,7 +7,7 @@ from tests.agents.helpers import API_TASK, TEXT_TASK, env, iba_backend, iba_repl
 from tests.fakes import ScriptedBackend
 
 FULL = [
-    "build_index", "similarity_retrieve", "expand_queries", "facet_retrieve", "feedback_retrieve", "filter_redundant",
+    "build_index", "similarity_retrieve", "expand_queries", "facet_retrieve", "cue_scan", "feedback_retrieve", "filter_redundant",
     "rerank_salience", "compact_evidence", "extract_preferences", "align_plan", "synthesize",
 ]
 LLM_STEPS = {"expand_queries", "rerank_salience", "compact_evidence", "extract_preferences", "align_plan", "synthesize"}
@@ -74,7 +74,7 @@ async def test_bad_salience_json_retried_once_then_errored(tmp_path):
     "opts, steps, calls",
     [
         ({"retrieval": "false"}, ["build_index", "similarity_retrieve", "compact_evidence", "extract_preferences", "align_plan", "synthesize"], 4),
-        ({"btda": "false"}, FULL[:7] + ["synthesize"], 3),
+        ({"btda": "false"}, FULL[:8] + ["synthesize"], 3),
         ({"synthesis": "rag"}, FULL, 6),
         ({"expansion": "template", "reranker": "rules", "compact": "rules"}, FULL, 3),
     ],

@@ -161,3 +161,50 @@ def test_deep_retrieve_contract(tmp_path):
     gold = {t.id for t in history if "runnable" in t.text}
     assert gold <= {t for p in result.passages for t in p.turn_ids}
     assert result.passages == deep_retrieve(index, task).passages  # deterministic
+
+
+def test_history_repeats_fold_in_with_dates():
+    """A kept passage's cue sentence said again elsewhere brings those turns in, with their dates."""
+    from iba.retrieval.deep import REPEAT_NOTE, fold_history_repeats
+    from iba.retrieval.passage import Chunk, Passage
+
+    said = "I always want the summary table first, then the detailed breakdown below it."
+    chunks = [
+        Chunk(id="c0", text=f"[2025-01-02 user] {said}", turn_ids=["t1"], timestamps=["2025-01-02T10:00"]),
+        Chunk(id="c1", text="[2025-02-03 user] Any good films this weekend?", turn_ids=["t2"], timestamps=["2025-02-03T10:00"]),
+        Chunk(id="c2", text=f"[2025-03-04 user] Same as before: {said} Thanks!", turn_ids=["t3"], timestamps=["2025-03-04T10:00"]),
+        Chunk(id="c3", text="[2025-04-05 user] I always want the weather first.", turn_ids=["t4"], timestamps=["2025-04-05T10:00"]),
+    ]
+
+    class Index:  # the two members fold_history_repeats reads
+        def __len__(self):
+            return len(chunks)
+
+        def passage(self, i, score, query=None):
+            c = chunks[i]
+            return Passage(chunk_id=c.id, text=c.text, turn_ids=c.turn_ids, timestamps=c.timestamps, score=score)
+
+    kept = [Index().passage(0, 1.0)]
+    folded = fold_history_repeats(Index(), kept)
+    assert folded[0].turn_ids == ["t1", "t3"]  # not the chatter, not the short look-alike
+    assert folded[0].text.endswith(f"{REPEAT_NOTE} 2025-03-04)")
+    # chatter without a preference cue is never followed
+    assert fold_history_repeats(Index(), [Index().passage(1, 1.0)])[0].turn_ids == ["t2"]
+
+
+def test_cue_scan_only_returns_passages_with_a_preference_cue(tmp_path):
+    from iba.retrieval.deep import cue_scan
+
+    history = make_history([
+        ("user", "Tell me about the history of food ordering apps."),
+        ("assistant", "They started with phone orders."),
+        ("user", "I hate it when the food arrives cold, next time pick somewhere close."),
+        ("assistant", "Noted."),
+        ("user", "What is the capital of Peru?"),
+        ("assistant", "Lima."),
+    ])
+    index = HistoryIndex.build(history, HashEmbedder(), tmp_path, unit="turn")
+    found = cue_scan(index, ["order food for tonight"], k=5)
+    assert [p.turn_ids for p in found] == [[history[2].id]]  # the one line with a Table 12 cue
+    assert found[0].query == "cue_scan"
+    assert cue_scan(index, [], k=5) == []

@@ -171,6 +171,8 @@ class IBAFunctionCallingAgent(Agent):
                 await tools.similarity_retrieve()
             await tools.expand_queries()
             new = await tools.facet_retrieve()
+            if tools.o.scan:
+                new += await tools.cue_scan_retrieve()
             return Outcome(json.dumps(tools.queries.model_dump()) + f"\nfound {len({p.chunk_id for p in new})} passages")
         if name == "rerank_evidence":
             _args(NoArgs, args, name)

@@ -25,7 +25,17 @@ from iba.agents.trace import Trace
 from iba.llm.base import Backend, Completion
 from iba.llm.structured import complete_json
 from iba.prompts import render
-from iba.retrieval.deep import FEEDBACK_K, REPEAT_NOTE, CandidatePool, feedback_queries, filter_redundant, merge_rankings
+from iba.retrieval.deep import (
+    CUE_SCAN_K,
+    FEEDBACK_K,
+    REPEAT_NOTE,
+    CandidatePool,
+    cue_scan,
+    feedback_queries,
+    filter_redundant,
+    fold_history_repeats,
+    merge_rankings,
+)
 from iba.retrieval.expansion import FACETS, FacetQueries, schema_terms, template_queries
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.passage import Method, Passage, Unit
@@ -62,6 +72,8 @@ class IBAOptions(Strict):
     k: int = 5
     method: Method = "hybrid"
     feedback: bool = True  # relevance-feedback search with the best candidates' cue lines
+    scan: bool = True  # signal-first scan: cue-bearing passages most similar to the queries
+    repeats: bool = True  # fold in the turns where the user repeated a kept passage's cue sentence
     max_candidates: int = 15  # passages the salience scorer sees (prompt-token budget)
     max_passages: int = 10
     retain_at: int = 5
@@ -275,6 +287,17 @@ class Toolkit:
             step.outputs = {f: [p.chunk_id for p in found] for f, found in zip(FACETS, results)}
         return new
 
+    async def cue_scan_retrieve(self) -> list[Passage]:
+        """Signal-first scan: among passages where the user voiced a preference (Table 12 cues), the
+        ones most similar to the task and facet queries; they join the pool as one more ranking."""
+        index = await self.build_index()
+        texts = [self.task.query] + ([q for _, q in self.queries.items()] if self.queries else [])
+        with self.trace.step("cue_scan", {"queries": texts, "k": CUE_SCAN_K}) as step:
+            found = await asyncio.to_thread(cue_scan, index, texts)
+            self.rankings.append(("cue_scan", found))
+            step.outputs = [p.chunk_id for p in found]
+        return found
+
     async def feedback_retrieve(self) -> list[Passage]:
         """Relevance feedback: search again with the cue-bearing user lines of the best candidates,
         to find the other sessions where the user said the same thing (or changed it)."""
@@ -329,6 +352,9 @@ class Toolkit:
                 fallback = "rules"
                 scores = rule_scores(cands, pool.best_ranks[:n], pool.hits[:n])
                 self.evidence = select(cands, scores, self.o.retain_at, self.o.max_passages)
+            if self.o.repeats and self.evidence:
+                index = await self.build_index()
+                self.evidence = await asyncio.to_thread(fold_history_repeats, index, self.evidence)
             step.outputs = {
                 "fallback": fallback,
                 "scores": {p.chunk_id: s.total for p, s in zip(cands, scores)},
@@ -346,6 +372,8 @@ class Toolkit:
         await self.similarity_retrieve()
         await self.expand_queries()
         await self.facet_retrieve()
+        if self.o.scan:
+            await self.cue_scan_retrieve()
         if self.o.feedback:
             await self.feedback_retrieve()
         self.filter_redundant()

@@ -5,6 +5,8 @@
        users repeat themselves across sessions, and the gold evidence often sits in those repeats)
     -> candidate pool -> redundancy filtering (content hash, high overlap; repeats are folded in)
     -> salience re-ranking (Table 12, keep >= 5, at most 10 passages)
+    -> repeats across the history (our addition): a cue-bearing sentence of a kept passage that the
+       user said again elsewhere folds those turns in, with their dates ("said the same again on")
 
 The LLM-driven variants of expansion and salience live in iba.agents.tools and plug into the same
 functions; `deep_retrieve` here is the deterministic variant (template expansion, rule scorer)
@@ -33,6 +35,9 @@ DEEP_METHOD: Method = "hybrid"
 OVERLAP_DROP = 0.8  # a passage sharing >= 80% of its words with a kept one adds nothing new
 REPEAT_NOTE = "(the user said the same again on"
 FEEDBACK_K = 2  # passages per relevance-feedback query
+REPEAT_MIN_WORDS = 6  # shorter sentences ("thanks so much for that") repeat by chance
+MAX_REPEATS = 12  # turns folded into one passage by history-wide repeat search
+CUE_SCAN_K = 10  # cue-bearing passages added by the signal-first scan
 
 
 class CandidatePool(Strict):
@@ -147,8 +152,8 @@ def filter_redundant(pool: CandidatePool, overlap: float = OVERLAP_DROP) -> tupl
 _PREFIX = re.compile(r"^\[[^\]]*\] ?")
 
 
-def _user_line_turns(p: Passage) -> list[tuple[set[str], str, str]]:
-    """(words, turn id, timestamp) of each user line; a chunk's lines are its turns, in order."""
+def _user_line_texts(p: Passage) -> list[tuple[str, str, str]]:
+    """(text without prefix, turn id, timestamp) of each user line; a chunk's lines are its turns, in order."""
     lines = [line for line in p.text.splitlines() if not line.startswith(REPEAT_NOTE)]
     if len(lines) > len(p.turn_ids):
         return []
@@ -156,7 +161,66 @@ def _user_line_turns(p: Passage) -> list[tuple[set[str], str, str]]:
     for line, t, ts in zip(lines, p.turn_ids, p.timestamps):
         prefix = _PREFIX.match(line)
         if prefix is None or " user]" in prefix.group(0):
-            out.append((_words(_PREFIX.sub("", line)), t, ts))
+            out.append((_PREFIX.sub("", line), t, ts))
+    return out
+
+
+def _user_line_turns(p: Passage) -> list[tuple[set[str], str, str]]:
+    """(words, turn id, timestamp) of each user line."""
+    return [(_words(text), t, ts) for text, t, ts in _user_line_texts(p)]
+
+
+def _sentences(text: str) -> list[set[str]]:
+    """Word sets of the sentences long enough that a repeat is not chance."""
+    out = [_words(s) for s in re.split(r"(?<=[.!?])\s+", text)]
+    return [w for w in out if len(w) >= REPEAT_MIN_WORDS]
+
+
+def _history_sentences(index: HistoryIndex) -> dict[str, tuple[str, list[set[str]]]]:
+    """turn id -> (timestamp, sentence word sets) over the user lines of every chunk (cached on the index).
+
+    A window may start inside a turn, so a turn's sentences are the union over its chunks."""
+    table = getattr(index, "_user_sentences", None)
+    if table is None:
+        table = {}
+        for i in range(len(index)):
+            for text, t, ts in _user_line_texts(index.passage(i, 0.0)):
+                _, have = table.setdefault(t, (ts, []))
+                have.extend(w for w in _sentences(text) if w not in have)
+        index._user_sentences = table  # type: ignore[attr-defined]
+    return table
+
+
+def fold_history_repeats(index: HistoryIndex, passages: Sequence[Passage], overlap: float = OVERLAP_DROP) -> list[Passage]:
+    """Fold in the turns, anywhere in the history, where the user repeated a cue-bearing sentence of a passage.
+
+    A preference said again and again over months is Table 12's implicit pattern; the retrieved
+    passage shows it once and the note gives every date, so the later steps see the habit and its
+    latest mention without spending ten passage slots on copies. Only sentences of lines that carry
+    a preference cue are followed (small talk repeats too), at most MAX_REPEATS turns per passage.
+    """
+    table = _history_sentences(index)
+    out: list[Passage] = []
+    taken: set[str] = {t for p in passages for t in p.turn_ids}
+    for p in passages:
+        probes = [w for text, _, _ in _user_line_texts(p) if signal_type(text) != "none" for w in _sentences(text)]
+        repeats: list[tuple[str, str]] = []
+        if probes:
+            for t, (ts, sents) in table.items():
+                if t in taken or len(repeats) >= MAX_REPEATS:
+                    continue
+                if any(len(probe & s) / len(probe) >= overlap for probe in probes for s in sents):
+                    repeats.append((t, ts))
+                    taken.add(t)
+        if not repeats:
+            out.append(p)
+            continue
+        dates = ", ".join(sorted({ts[:10] for _, ts in repeats}))
+        out.append(p.model_copy(update={
+            "turn_ids": p.turn_ids + [t for t, _ in repeats],
+            "timestamps": p.timestamps + [ts for _, ts in repeats],
+            "text": p.text + f"\n{REPEAT_NOTE} {dates})",
+        }))
     return out
 
 
@@ -181,6 +245,31 @@ def _fold_repeats(keeper: Passage, dup: Passage, overlap: float = OVERLAP_DROP) 
     )
 
 
+def cue_chunks(index: HistoryIndex) -> list[int]:
+    """Indices of the chunks in which the user's own words carry a Table 12 cue (cached on the index)."""
+    found = getattr(index, "_cue_chunks", None)
+    if found is None:
+        found = [i for i, c in enumerate(index.chunks) if signal_type(c.text) != "none"]
+        index._cue_chunks = found  # type: ignore[attr-defined]
+    return found
+
+
+def cue_scan(index: HistoryIndex, queries: Sequence[str], k: int = CUE_SCAN_K) -> list[Passage]:
+    """Signal-first retrieval: among the chunks where the user voiced a preference (Table 12 cues),
+    the k most similar to any of the queries.
+
+    In a long history almost every chunk is small talk; a preference statement that shares no words
+    with the task is outranked by chatter on similarity alone, but among the few hundred passages
+    where the user corrected, complained, stated or repeated something it stands out.
+    """
+    cues = cue_chunks(index)
+    if not cues or not queries:
+        return []
+    scores = index.dense_scores(list(queries))[:, cues].max(axis=0)
+    order = sorted(range(len(cues)), key=lambda j: -float(scores[j]))[:k]
+    return [index.passage(cues[j], float(scores[j]), "cue_scan") for j in order]
+
+
 def deep_retrieve(
     index: HistoryIndex,
     task: TaskView,
@@ -190,22 +279,27 @@ def deep_retrieve(
     retain_at: int = RETAIN_AT,
     limit: int = MAX_PASSAGES,
     feedback: bool = True,
+    repeats: bool = True,
+    scan: bool = True,
 ) -> DeepResult:
     """Deep Retrieval without an LLM: template facet queries (unless given) and the rule scorer."""
     queries = queries or template_queries(task)
     labelled = labelled_queries(task, queries)
     results = index.search_many([q for _, q in labelled], k, method)
     rankings = [(label, found) for (label, _), found in zip(labelled, results)]
+    if scan:
+        rankings.append(("cue_scan", cue_scan(index, [q for _, q in labelled])))
     if feedback:
         fb = feedback_queries(merge_rankings(rankings))
         fb_results = index.search_many([q for _, q in fb], FEEDBACK_K, method)
         rankings += [(label, found) for (label, _), found in zip(fb, fb_results)]
     pool, dropped = filter_redundant(merge_rankings(rankings))
     scores = rule_scores(pool.passages, pool.best_ranks, pool.hits)
+    kept = select(pool.passages, scores, retain_at, limit)
     return DeepResult(
         queries=queries,
         candidates=pool.passages,
         dropped=dropped,
         scores=scores,
-        passages=select(pool.passages, scores, retain_at, limit),
+        passages=fold_history_repeats(index, kept) if repeats else kept,
     )
