@@ -8,6 +8,7 @@ def test_run_help_shows_default_model():
     out = subprocess.run([sys.executable, "-m", "iba.cli", "run", "--help"], capture_output=True, text=True)
     assert out.returncode == 0
     assert "local:qwen2.5-coder-0.5b" in out.stdout
+    assert "--call-timeout" in out.stdout  # long prompts on the embedded model need more than a default HTTP timeout
 
 
 def test_top_level_help_lists_commands(capsys):

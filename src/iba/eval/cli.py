@@ -33,6 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", default=None, help="server URL for openai: judges (default: $OPENAI_BASE_URL)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"), help="LLM response cache (default: .iba-cache)")
+    p.add_argument("--call-timeout", type=float, default=600.0, help="seconds one judge call may take (default 600)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -103,7 +104,8 @@ def main(args: argparse.Namespace) -> int:
         return 2
     try:
         judges = [] if args.judges == "none" else [
-            resolve_backend(m.strip(), base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache)
+            resolve_backend(m.strip(), base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                            timeout=args.call_timeout)
             for m in args.judges.split(",") if m.strip()
         ]
     except (ValueError, FileNotFoundError, RuntimeError) as e:

@@ -287,7 +287,7 @@ class LlamaCppBackend(Backend):
                 repeat_penalty=1.0,
             )
             if late["hit"]:
-                raise LocalTimeout(f"generation passed the {self._timeout:g}s timeout (raise timeout= or lower max_tokens)")
+                raise LocalTimeout(f"generation passed the {self._timeout:g}s timeout (raise the call timeout, `--call-timeout`, or lower max_tokens)")
             choice, usage = resp["choices"][0], resp.get("usage") or {}
             return self._completion(choice.get("text") or "", choice.get("finish_reason"), usage, tools)
 

@@ -42,7 +42,8 @@ def main(args: argparse.Namespace) -> int:
     print(f"      {len(ds.instances)} instances, {len(ds.personas)} personas")
 
     print(f"[2/4] loading {args.model}")
-    backend = resolve_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache)
+    backend = resolve_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                              timeout=args.call_timeout)
     judges = judge_backends(args.judges, backend, args)
     cfg = RunConfig(
         agents=args.agents or ["rag"], run="demo", seed=args.seed, qa=not args.no_qa,

@@ -23,6 +23,9 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk LLM response cache")
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
                    help="LLM response cache and retrieval index cache (default: .iba-cache)")
+    p.add_argument("--call-timeout", type=float, default=600.0,
+                   help="seconds one model call may take (default 600: an 8k-token prompt on the embedded "
+                   "0.5B model takes minutes on 2 cores); a call past it is errored, not retried, on local models")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -63,7 +66,8 @@ def judge_backends(spec: str, run_backend, args) -> list:
         if name in ("same", run_backend.model_id):
             out.append(run_backend)
         else:
-            out.append(resolve_backend(name, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache))
+            out.append(resolve_backend(name, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                                       timeout=args.call_timeout))
     return out
 
 
@@ -80,7 +84,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        backend = resolve_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache)
+        backend = resolve_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                                  timeout=args.call_timeout)
         judges = judge_backends(args.judges, backend, args)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
