@@ -54,6 +54,13 @@ def test_runs_resume_and_errors_are_records(tmp_path):
         assert (s2.skipped, s2.ok, s2.errored) == (2, 0, 0)
         s3 = _run(ds, store, agents=["spy"], trials=2)  # a new agent spec and trials are new keys
         assert (s3.planned, s3.ok) == (4, 4)
+        # --retry-errored: only the errored record runs again; the ok one is kept
+        n = len(list(store.runs()))
+        s4 = _run(ds, store, agents=["spy?fail=i0"], retry_errored=True)
+        assert (s4.retried, s4.skipped, s4.ok, s4.errored) == (1, 1, 0, 1)
+        assert len(list(store.runs())) == n
+        s5 = _run(ds, store, agents=["spy"], retry_errored=True)  # nothing errored under this spec
+        assert (s5.retried, s5.skipped) == (0, 2)
 
 
 def test_agent_never_sees_the_answer_key(tmp_path):

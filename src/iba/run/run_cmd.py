@@ -48,6 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judges", default="same",
                    help="comma-separated judge model strings for Generate(text) checkpoints; 'same' = the run's "
                    "model (default), 'none' = verifiers and slot matching only")
+    p.add_argument("--retry-errored", action="store_true",
+                   help="run again the selected instances whose stored record is errored (e.g. after a timeout)")
     p.add_argument("--judge-repeats", type=int, default=1, help="repeated judging per checkpoint (default: 1)")
     p.add_argument("--no-score", action="store_true", help="store actions only; score later with `iba score`")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per agent action before it is errored")
@@ -94,7 +96,7 @@ def main(args: argparse.Namespace) -> int:
         agents=args.agents or ["rag"], run=args.run, trials=args.trials, seed=args.seed,
         concurrency=args.concurrency, limit=args.limit, domains=args.domains, scenarios=args.scenarios,
         qa=args.qa, qa_per_instance=args.qa_per_instance, score=not args.no_score,
-        judge_repeats=args.judge_repeats, timeout_s=args.timeout,
+        judge_repeats=args.judge_repeats, timeout_s=args.timeout, retry_errored=args.retry_errored,
         cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
     )
     with Store(args.store) as store:
@@ -104,7 +106,9 @@ def main(args: argparse.Namespace) -> int:
             print(f"error: {e.args[0]}", file=sys.stderr)
             return 2
     print(
-        f"{summary.planned} planned, {summary.skipped} already stored, {summary.ok} ok, {summary.errored} errored "
+        f"{summary.planned} planned, {summary.skipped} already stored, "
+        + (f"{summary.retried} errored records retried, " if summary.retried else "")
+        + f"{summary.ok} ok, {summary.errored} errored "
         f"in {summary.wall_s:.1f}s; {summary.usage.llm_calls} LLM calls, "
         f"{summary.usage.prompt_tokens} prompt + {summary.usage.completion_tokens} completion tokens"
     )

@@ -45,12 +45,14 @@ class RunConfig:
     cache_dir: Path = field(default_factory=lambda: Path(".iba-cache"))
     embedder: str = "minilm"
     progress: bool = True
+    retry_errored: bool = False  # drop this selection's errored records first, so they run again
 
 
 @dataclass
 class RunSummary:
     planned: int = 0
     skipped: int = 0  # already in the store (resume)
+    retried: int = 0  # errored records dropped by --retry-errored
     ok: int = 0
     errored: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -185,6 +187,8 @@ async def run_dataset(
                     for probe in keys[task.instance_id].qa[: cfg.qa_per_instance]:
                         work.append((spec, qa_task(task, probe), trial))
     summary.planned = len(work)
+    if cfg.retry_errored:
+        summary.retried = store.drop_errored([run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]) for w in work])
     todo = [w for w in work if not store.has_run(run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]))]
     summary.skipped = len(work) - len(todo)
 

@@ -61,6 +61,20 @@ class Store:
         with self._lock:
             return self._db.execute("SELECT 1 FROM runs WHERE key=?", (key,)).fetchone() is not None
 
+    def drop_errored(self, keys: list[str]) -> int:
+        """Delete the errored records among `keys`, and their scores, so a rerun retries them.
+
+        The one exception to append-only, asked for explicitly (`iba run --retry-errored`): an error
+        such as a timeout is a fact about that attempt, not about the agent."""
+        with self._lock, self._db:
+            dropped = 0
+            for key in keys:
+                cur = self._db.execute("DELETE FROM runs WHERE key=? AND status='errored'", (key,))
+                if cur.rowcount:
+                    self._db.execute("DELETE FROM scores WHERE run_key=?", (key,))
+                    dropped += 1
+            return dropped
+
     def put_run(self, rec: RunRecord) -> bool:
         """Insert; returns False (and changes nothing) if the key is already stored."""
         with self._lock, self._db:
