@@ -110,6 +110,8 @@ def do_agents(a: argparse.Namespace, ds: Path, n: int) -> str:
                "--seed", str(a.seed), "--timeout", str(a.timeout), "--quiet"]
         for spec in agents:
             cmd += ["--agent", spec]
+        if a.retry_errored:
+            cmd.append("--retry-errored")
         if a.agent_limit:  # `iba run --limit` counts over the whole selection, so one call per topic
             from iba.dataset import Dataset
 
@@ -191,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default=None, help="agent model (default: iba's default local model)")
     p.add_argument("--judge", default=None, help="judge model for the generation score (implies --tasks); none: no generation score")
     p.add_argument("--tasks", action="store_true", help="also run the tasks (iba run --qa), not only the MCQ probes")
+    p.add_argument("--retry-errored", action="store_true", help="run again the tasks whose stored record is errored (e.g. timeouts)")
     p.add_argument("--skip-agents", action="store_true", help="import and retrieval only")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per agent action")

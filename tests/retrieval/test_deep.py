@@ -176,7 +176,9 @@ def test_history_repeats_fold_in_with_dates():
         Chunk(id="c3", text="[2025-04-05 user] I always want the weather first.", turn_ids=["t4"], timestamps=["2025-04-05T10:00"]),
     ]
 
-    class Index:  # the two members fold_history_repeats reads
+    class Index:  # the members fold_history_repeats reads
+        memo: dict = {}
+
         def __len__(self):
             return len(chunks)
 

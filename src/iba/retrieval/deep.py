@@ -180,14 +180,14 @@ def _history_sentences(index: HistoryIndex) -> dict[str, tuple[str, list[set[str
     """turn id -> (timestamp, sentence word sets) over the user lines of every chunk (cached on the index).
 
     A window may start inside a turn, so a turn's sentences are the union over its chunks."""
-    table = getattr(index, "_user_sentences", None)
+    table = index.memo.get("user_sentences")
     if table is None:
         table = {}
         for i in range(len(index)):
             for text, t, ts in _user_line_texts(index.passage(i, 0.0)):
                 _, have = table.setdefault(t, (ts, []))
                 have.extend(w for w in _sentences(text) if w not in have)
-        index._user_sentences = table  # type: ignore[attr-defined]
+        index.memo["user_sentences"] = table
     return table
 
 
@@ -247,10 +247,10 @@ def _fold_repeats(keeper: Passage, dup: Passage, overlap: float = OVERLAP_DROP) 
 
 def cue_chunks(index: HistoryIndex) -> list[int]:
     """Indices of the chunks in which the user's own words carry a Table 12 cue (cached on the index)."""
-    found = getattr(index, "_cue_chunks", None)
+    found = index.memo.get("cue_chunks")
     if found is None:
         found = [i for i, c in enumerate(index.chunks) if signal_type(c.text) != "none"]
-        index._cue_chunks = found  # type: ignore[attr-defined]
+        index.memo["cue_chunks"] = found
     return found
 
 

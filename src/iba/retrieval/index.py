@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +56,9 @@ class HistoryIndex:
         self.embedder = embedder
         self.vectors = VectorIndex(vectors)
         self._bm25: BM25Index | None = None
+        # views derived from the chunks by other modules (e.g. Deep Retrieval's cue-bearing chunks),
+        # computed once per loaded index
+        self.memo: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ building and caching
 
