@@ -80,6 +80,11 @@ _CUES: dict[str, list[str]] = {
         r"\bi only\b", r"\bi (don't|never) (like|want|eat|do|use|read)\b", r"\bi avoid\b", r"\bkeep (this|that|it) in mind\b",
         r"\bfor what it's worth\b", r"\bfor the record\b", r"\babout me\b", r"\bquick note\b", r"\bheads up\b",
         r"\b(works|work|worked) (better|best) for me\b", r"\bthat's what (works|performs)\b", r"\bi'm the kind of\b",
+        # standing constraints stated once (diets, allergies, firm rules), as in PrefEval's explicit form
+        r"\bi prioriti[sz]e\b", r"\b(strong|clear|firm) preference\b", r"\bi refuse\b", r"\bi (strongly )?dislike\b",
+        r"\ballerg(y|ic)\b", r"\b(i'm|i am) (a )?(strict )?(vegan|vegetarian|pescatarian)\b", r"\bi follow an? (strict )?\w+ diet\b",
+        r"\bi (will|would) (only|never|not) (consider|buy|eat|use|choose|go)\b", r"\bi (cannot|can't|must) (avoid|eat|consume)\b",
+        r"\bi'm an? (strong|big|huge|firm) (advocate|believer)\b", r"\bi'm not a fan\b",
     ],
     "implicit_pattern": [
         # first person only: "what do people usually..." is a question, not a habit
