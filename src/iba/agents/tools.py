@@ -34,6 +34,7 @@ from iba.retrieval.deep import (
     feedback_queries,
     filter_redundant,
     fold_history_repeats,
+    labelled_queries,
     merge_rankings,
 )
 from iba.retrieval.expansion import FACETS, FacetQueries, schema_terms, template_queries
@@ -291,7 +292,7 @@ class Toolkit:
         """Signal-first scan: among passages where the user voiced a preference (Table 12 cues), the
         ones most similar to the task and facet queries; they join the pool as one more ranking."""
         index = await self.build_index()
-        texts = [self.task.query] + ([q for _, q in self.queries.items()] if self.queries else [])
+        texts = [q for _, q in labelled_queries(self.task, self.queries)] if self.queries else [self.task.query]
         with self.trace.step("cue_scan", {"queries": texts, "k": CUE_SCAN_K}) as step:
             found = await asyncio.to_thread(cue_scan, index, texts)
             self.rankings.append(("cue_scan", found))

@@ -86,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
     from iba.eval.aggregate import instance_score, mean, task_kind
     from iba.eval.panel import PanelConfig
     from iba.eval.qa import split_qa_id
-    from iba.llm import resolve_backend
+    from iba.run.run_cmd import backend_from_args
     from iba.report.data import dataset_id
     from iba.run.store import Store
 
@@ -104,8 +104,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     try:
         judges = [] if args.judges == "none" else [
-            resolve_backend(m.strip(), base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-                            timeout=args.call_timeout)
+            backend_from_args(m.strip(), args)
             for m in args.judges.split(",") if m.strip()
         ]
     except (ValueError, FileNotFoundError, RuntimeError) as e:

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from pydantic import Field
 
+from iba.retrieval.bm25 import top_k
 from iba.retrieval.expansion import FacetQueries, template_queries
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.passage import Method, Passage
@@ -176,19 +178,39 @@ def _sentences(text: str) -> list[set[str]]:
     return [w for w in out if len(w) >= REPEAT_MIN_WORDS]
 
 
-def _history_sentences(index: HistoryIndex) -> dict[str, tuple[str, list[set[str]]]]:
-    """turn id -> (timestamp, sentence word sets) over the user lines of every chunk (cached on the index).
+class _SentenceIndex:
+    """The user's sentences over the whole history, with an inverted index from word to sentence.
 
-    A window may start inside a turn, so a turn's sentences are the union over its chunks."""
-    table = index.memo.get("user_sentences")
-    if table is None:
-        table = {}
+    A window may start inside a turn, so a turn's sentences are the union over its chunks. Turns
+    keep their first-seen (chunk) order, which is the order repeats are folded in."""
+
+    def __init__(self, index: HistoryIndex) -> None:
+        table: dict[str, tuple[str, list[set[str]]]] = {}
         for i in range(len(index)):
             for text, t, ts in _user_line_texts(index.passage(i, 0.0)):
                 _, have = table.setdefault(t, (ts, []))
                 have.extend(w for w in _sentences(text) if w not in have)
-        index.memo["user_sentences"] = table
-    return table
+        self.rank = {t: r for r, t in enumerate(table)}
+        self.timestamp = {t: ts for t, (ts, _) in table.items()}
+        self.turn_of: list[str] = []
+        self.postings: dict[str, list[int]] = {}
+        for t, (_, sents) in table.items():
+            for words in sents:
+                for w in words:
+                    self.postings.setdefault(w, []).append(len(self.turn_of))
+                self.turn_of.append(t)
+
+    def repeating(self, probe: set[str], overlap: float) -> set[str]:
+        """Turns with a sentence containing >= `overlap` of the probe's words."""
+        shared = Counter(sid for w in probe for sid in self.postings.get(w, ()))
+        return {self.turn_of[sid] for sid, n in shared.items() if n / len(probe) >= overlap}
+
+
+def _sentence_index(index: HistoryIndex) -> _SentenceIndex:
+    found = index.memo.get("user_sentences")
+    if found is None:
+        found = index.memo["user_sentences"] = _SentenceIndex(index)
+    return found
 
 
 def fold_history_repeats(index: HistoryIndex, passages: Sequence[Passage], overlap: float = OVERLAP_DROP) -> list[Passage]:
@@ -199,26 +221,21 @@ def fold_history_repeats(index: HistoryIndex, passages: Sequence[Passage], overl
     latest mention without spending ten passage slots on copies. Only sentences of lines that carry
     a preference cue are followed (small talk repeats too), at most MAX_REPEATS turns per passage.
     """
-    table = _history_sentences(index)
+    sentences = _sentence_index(index)
     out: list[Passage] = []
     taken: set[str] = {t for p in passages for t in p.turn_ids}
     for p in passages:
         probes = [w for text, _, _ in _user_line_texts(p) if signal_type(text) != "none" for w in _sentences(text)]
-        repeats: list[tuple[str, str]] = []
-        if probes:
-            for t, (ts, sents) in table.items():
-                if t in taken or len(repeats) >= MAX_REPEATS:
-                    continue
-                if any(len(probe & s) / len(probe) >= overlap for probe in probes for s in sents):
-                    repeats.append((t, ts))
-                    taken.add(t)
+        found = set().union(*(sentences.repeating(probe, overlap) for probe in probes)) - taken
+        repeats = sorted(found, key=sentences.rank.__getitem__)[:MAX_REPEATS]
+        taken.update(repeats)
         if not repeats:
             out.append(p)
             continue
-        dates = ", ".join(sorted({ts[:10] for _, ts in repeats}))
+        dates = ", ".join(sorted({sentences.timestamp[t][:10] for t in repeats}))
         out.append(p.model_copy(update={
-            "turn_ids": p.turn_ids + [t for t, _ in repeats],
-            "timestamps": p.timestamps + [ts for _, ts in repeats],
+            "turn_ids": p.turn_ids + repeats,
+            "timestamps": p.timestamps + [sentences.timestamp[t] for t in repeats],
             "text": p.text + f"\n{REPEAT_NOTE} {dates})",
         }))
     return out
@@ -266,8 +283,7 @@ def cue_scan(index: HistoryIndex, queries: Sequence[str], k: int = CUE_SCAN_K) -
     if not cues or not queries:
         return []
     scores = index.dense_scores(list(queries))[:, cues].max(axis=0)
-    order = sorted(range(len(cues)), key=lambda j: -float(scores[j]))[:k]
-    return [index.passage(cues[j], float(scores[j]), "cue_scan") for j in order]
+    return [index.passage(cues[j], float(scores[j]), "cue_scan") for j in top_k(scores, k)]
 
 
 def deep_retrieve(

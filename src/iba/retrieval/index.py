@@ -31,6 +31,7 @@ from iba.types import Turn, stable_hash
 
 FORMAT = 1  # bump when the file layout or chunk rendering changes
 LRU_SIZE = 64
+QUERY_MEMO = 2048  # query vectors kept per index before the memo is cleared
 HYBRID_DEPTH = 50  # candidates per ranking fed to reciprocal rank fusion
 
 _lru: OrderedDict[str, HistoryIndex] = OrderedDict()
@@ -59,6 +60,7 @@ class HistoryIndex:
         # views derived from the chunks by other modules (e.g. Deep Retrieval's cue-bearing chunks),
         # computed once per loaded index
         self.memo: dict[str, Any] = {}
+        self._query_vectors: dict[str, np.ndarray] = {}
 
     # ------------------------------------------------------------------ building and caching
 
@@ -142,8 +144,16 @@ class HistoryIndex:
         return Passage(chunk_id=c.id, text=c.text, turn_ids=c.turn_ids, timestamps=c.timestamps, score=score, query=query)
 
     def dense_scores(self, queries: Sequence[str]) -> np.ndarray:
-        """(len(queries), len(chunks)) cosine similarities; the queries are embedded in one batch."""
-        qv = self.embedder.encode(list(queries))
+        """(len(queries), len(chunks)) cosine similarities; new queries are embedded in one batch.
+
+        Query vectors are kept per index: Deep Retrieval searches the same task and facet queries
+        again (cue scan, feedback), and an agent's several steps share this index."""
+        new = list(dict.fromkeys(q for q in queries if q not in self._query_vectors))
+        if new:
+            if len(self._query_vectors) + len(new) > QUERY_MEMO:
+                self._query_vectors.clear()
+            self._query_vectors.update(zip(new, self.embedder.encode(new)))
+        qv = np.stack([self._query_vectors[q] for q in queries]) if queries else self.embedder.encode([])
         if not len(self.chunks):
             return np.zeros((len(queries), 0), dtype=np.float32)
         return qv @ self.vectors.vectors.T

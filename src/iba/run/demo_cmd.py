@@ -7,7 +7,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from iba.run.run_cmd import add_backend_arguments, judge_backends
+from iba.run.run_cmd import add_backend_arguments, backend_from_args, judge_backends
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,7 +25,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from iba.build.builder import build_dataset
     from iba.dataset import Dataset
-    from iba.llm import resolve_backend
     from iba.report.cli import build_report
     from iba.run.runner import RunConfig, run_dataset
     from iba.run.store import Store
@@ -42,8 +41,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"      {len(ds.instances)} instances, {len(ds.personas)} personas")
 
     print(f"[2/4] loading {args.model}")
-    backend = resolve_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-                              timeout=args.call_timeout)
+    backend = backend_from_args(args.model, args)
     judges = judge_backends(args.judges, backend, args)
     cfg = RunConfig(
         agents=args.agents or ["rag"], run="demo", seed=args.seed, qa=not args.no_qa,

@@ -28,6 +28,14 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
                    "0.5B model takes minutes on 2 cores); a call past it is errored, not retried, on local models")
 
 
+def backend_from_args(model: str, args: argparse.Namespace):
+    """The backend for `model` with the options of add_backend_arguments (server, cache, call timeout)."""
+    from iba.llm import resolve_backend
+
+    return resolve_backend(model, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                           timeout=args.call_timeout)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", type=Path, help="dataset directory (from `iba build` or `iba import`)")
     p.add_argument("--agent", action="append", dest="agents", metavar="SPEC",
@@ -59,8 +67,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def judge_backends(spec: str, run_backend, args) -> list:
     """Resolve --judges; the run's own backend object is reused rather than loaded twice."""
-    from iba.llm import resolve_backend
-
     if spec == "none":
         return []
     out = []
@@ -68,14 +74,12 @@ def judge_backends(spec: str, run_backend, args) -> list:
         if name in ("same", run_backend.model_id):
             out.append(run_backend)
         else:
-            out.append(resolve_backend(name, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-                                       timeout=args.call_timeout))
+            out.append(backend_from_args(name, args))
     return out
 
 
 def main(args: argparse.Namespace) -> int:
     from iba.dataset import Dataset, DatasetError
-    from iba.llm import resolve_backend
     from iba.run.runner import RunConfig, run_dataset
     from iba.run.store import Store
 
@@ -86,8 +90,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        backend = resolve_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-                                  timeout=args.call_timeout)
+        backend = backend_from_args(args.model, args)
         judges = judge_backends(args.judges, backend, args)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
