@@ -14,9 +14,9 @@ import sys
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("iba.run.demo_cmd", "build the demo dataset, run an agent, score and report (offline)"),
-    "build": ("iba.build.cli", "build an IBA-Bench dataset (personas, histories, tasks, answer key)"),
-    "stats": ("iba.build.stats_cmd", "print Table 2 statistics of a dataset and write stats.json"),
-    "validate": ("iba.build.validate_cmd", "AI annotation of sampled instances with agreement statistics"),
+    "build": ("iba.construct.cli", "build an IBA-Bench dataset (personas, histories, tasks, answer key)"),
+    "stats": ("iba.construct.stats_cmd", "print Table 2 statistics of a dataset and write stats.json"),
+    "validate": ("iba.construct.validate_cmd", "AI annotation of sampled instances with agreement statistics"),
     "taxonomy": ("iba.taxonomy.cli", "show the shipped taxonomy (domains, scenarios, dimensions)"),
     "run": ("iba.run.run_cmd", "run agents on a dataset, store and score the actions"),
     "score": ("iba.eval.cli", "(re)score stored runs with judges, verifiers and slot matching"),

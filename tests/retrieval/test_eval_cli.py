@@ -13,7 +13,7 @@ from iba.types import AnswerKey, EvidenceLabel
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, minilm):
-    from iba.build.builder import build_dataset
+    from iba.construct.builder import build_dataset
 
     out = tmp_path_factory.mktemp("demo")
     # short histories keep embedding to seconds; evidence sessions are always kept by the builder

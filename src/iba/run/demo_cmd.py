@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from iba.build.builder import build_dataset
+    from iba.construct.builder import build_dataset
     from iba.dataset import Dataset
     from iba.report.cli import build_report
     from iba.run.runner import RunConfig, run_dataset

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from iba.build.builder import build_dataset
-from iba.build.llm_journal import JOURNAL
+from iba.construct.builder import build_dataset
+from iba.construct.llm_journal import JOURNAL
 from iba.dataset import Dataset
 from iba.llm.base import LLMError
 from tests.fakes import ScriptedBackend

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import json
 
-    from iba.build.validate import format_table11, validate_dataset
+    from iba.construct.validate import format_table11, validate_dataset
     from iba.dataset import DatasetError
     from iba.llm import resolve_backend
     from iba.llm.models import ModelNotInstalledError

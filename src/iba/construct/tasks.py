@@ -8,10 +8,10 @@ the expected value's `api` mapping (for a changed preference: the new value's).
 
 from __future__ import annotations
 
-from iba.build.fixed_params import extract_fixed_params
-from iba.build.plan import Constraint, InstancePlan
-from iba.build.qa import qa_probe
-from iba.build.rng import derive, iso
+from iba.construct.fixed_params import extract_fixed_params
+from iba.construct.plan import Constraint, InstancePlan
+from iba.construct.qa import qa_probe
+from iba.construct.rng import derive, iso
 from iba.types import AnswerKey, Checkpoint, EvidenceLabel, Slot, TaskView
 
 STATE_SIGNAL = "direct_statement"  # a state mention states the situation; the constraint is implied

@@ -1,4 +1,4 @@
-from iba.build.fixed_params import extract_fixed_params
+from iba.construct.fixed_params import extract_fixed_params
 from iba.types import ApiParam, ApiTemplate
 
 API = ApiTemplate(

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from iba.build.presets import PRESETS
+from iba.construct.presets import PRESETS
 
 EPILOG = """examples:
   iba build --preset demo --out demo-data
@@ -54,8 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from iba.build.builder import build_dataset
-    from iba.build.stats import format_table2
+    from iba.construct.builder import build_dataset
+    from iba.construct.stats import format_table2
     from iba.dataset import DatasetError
 
     from iba.llm.models import ModelNotInstalledError

@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from iba import __version__
-from iba.build import ground_truth, table2
-from iba.build.history import iter_turns
-from iba.build.personas import make_personas
-from iba.build.plan import PersonaPlan, SessionPlan, StateSpan
-from iba.build.planner import Knobs, instance_id, persona_states, plan_persona
-from iba.build.presets import Preset, get_preset
-from iba.build.procedural_writer import ProceduralWriter
-from iba.build.rng import derive
-from iba.build.stats import write_stats
-from iba.build.tasks import answer_key, task_view
+from iba.construct import ground_truth, table2
+from iba.construct.history import iter_turns
+from iba.construct.personas import make_personas
+from iba.construct.plan import PersonaPlan, SessionPlan, StateSpan
+from iba.construct.planner import Knobs, instance_id, persona_states, plan_persona
+from iba.construct.presets import Preset, get_preset
+from iba.construct.procedural_writer import ProceduralWriter
+from iba.construct.rng import derive
+from iba.construct.stats import write_stats
+from iba.construct.tasks import answer_key, task_view
 from iba.dataset import write_dataset
 from iba.llm.base import Backend
 from iba.types import Manifest, Persona, Scenario, Taxonomy, Turn
@@ -155,7 +155,7 @@ def build_dataset(
     elif writer == "llm":
         if backend is None:
             raise ValueError("the llm writer needs a model: pass --model (and --base-url for an openai: server)")
-        from iba.build.llm_writer import LLMWriter
+        from iba.construct.llm_writer import LLMWriter
 
         llm = LLMWriter(backend, out, seed=seed, max_rewrites=max_rewrites, concurrency=concurrency, progress=progress)
         texts = llm.write_all(plans)
@@ -165,7 +165,7 @@ def build_dataset(
 
     manifest = Manifest(
         name=f"iba-bench-{pre.name}",
-        generator="iba.build",
+        generator="iba.construct",
         writer=writer,
         seed=seed,
         taxonomy_version=taxonomy.version,

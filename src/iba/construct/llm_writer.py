@@ -7,7 +7,7 @@ mention a transient state. An LLM check then confirms each evidence turn reveals
 without naming it (JSON verdict); a failing turn is rewritten up to `max_rewrites` times, then
 kept and reported in writer_report.json and the manifest. A session whose JSON never validates
 falls back to the procedural text (also reported). Results go to a journal as they finish, so an
-interrupted build resumes (see iba.build.llm_journal). Model calls run with bounded concurrency.
+interrupted build resumes (see iba.construct.llm_journal). Model calls run with bounded concurrency.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from iba import prompts
-from iba.build.llm_journal import Journal
-from iba.build.personas import persona_summary
-from iba.build.plan import EvidenceItem, PersonaPlan, SessionPlan, StateMention
-from iba.build.procedural_writer import ProceduralWriter
-from iba.build.rng import derive
+from iba.construct.llm_journal import Journal
+from iba.construct.personas import persona_summary
+from iba.construct.plan import EvidenceItem, PersonaPlan, SessionPlan, StateMention
+from iba.construct.procedural_writer import ProceduralWriter
+from iba.construct.rng import derive
 from iba.dataset import dump_json
 from iba.llm.base import Backend
 from iba.llm.structured import StructuredOutputError, complete_json

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from iba.build import noise
-from iba.build.ground_truth import plan_instance, plan_states
-from iba.build.history import history_start, layout, now_day, span_days, state_spans
-from iba.build.plan import InstancePlan, PersonaPlan, SessionPlan, StateSpan
-from iba.build.rng import derive
+from iba.construct import noise
+from iba.construct.ground_truth import plan_instance, plan_states
+from iba.construct.history import history_start, layout, now_day, span_days, state_spans
+from iba.construct.plan import InstancePlan, PersonaPlan, SessionPlan, StateSpan
+from iba.construct.rng import derive
 from iba.types import Persona, Scenario, Taxonomy
 
 EVIDENCE_SESSION_TURNS = 4

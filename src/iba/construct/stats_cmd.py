@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from iba.build.stats import format_table2, write_stats
+    from iba.construct.stats import format_table2, write_stats
     from iba.dataset import DatasetError
 
     try:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import random
 import re
 
-from iba.build import evidence_bank as bank
-from iba.build import noise
-from iba.build import noise_bank
-from iba.build.plan import EvidenceItem, NoiseSpec, StateMention
+from iba.construct import evidence_bank as bank
+from iba.construct import noise
+from iba.construct import noise_bank
+from iba.construct.plan import EvidenceItem, NoiseSpec, StateMention
 
 _DOUBLE_PUNCT = re.compile(r"([.!?])[.!]+")
 _SENTENCE_START = re.compile(r"([.!?]\s+)([a-z])")

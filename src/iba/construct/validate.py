@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from iba import prompts
-from iba.build.personas import persona_summary
-from iba.build.rng import derive
+from iba.construct.personas import persona_summary
+from iba.construct.rng import derive
 from iba.dataset import Dataset, dump_json
 from iba.eval.agreement import gwet_ac1, raw_agreement
 from iba.llm.base import Backend

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from iba.build.validate import CRITERIA, format_table11, sample_instances, validate_dataset
+from iba.construct.validate import CRITERIA, format_table11, sample_instances, validate_dataset
 from iba.dataset import Dataset
 from tests.fakes import ScriptedBackend
 

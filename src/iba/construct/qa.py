@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from iba.build.plan import Constraint
+from iba.construct.plan import Constraint
 from iba.types import QAProbe
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from iba.build.builder import build_dataset
+from iba.construct.builder import build_dataset
 from iba.dataset import Dataset
 
 

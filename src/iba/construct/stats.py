@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from iba.build.table2 import BINS, bin_of, empty_hist
+from iba.construct.table2 import BINS, bin_of, empty_hist
 from iba.dataset import Dataset, dump_json
 from iba.types import SIGNAL_TYPES, Taxonomy
 

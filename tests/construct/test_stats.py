@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from iba.build.stats import compute_stats, format_table2
+from iba.construct.stats import compute_stats, format_table2
 from iba.cli import main as iba_main
 
 REQUIRED = ("domains", "scenarios", "personas", "instances", "noise_ratio", "dynamic_checkpoint_share", "evidence_hist",

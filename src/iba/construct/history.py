@@ -13,8 +13,8 @@ import random
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
-from iba.build.plan import PersonaPlan, SessionPlan, StateSpan
-from iba.build.rng import EPOCH, iso
+from iba.construct.plan import PersonaPlan, SessionPlan, StateSpan
+from iba.construct.rng import EPOCH, iso
 from iba.types import PersonaStateSpan, Turn
 
 MIN_SPAN_DAYS = 60

@@ -2,13 +2,13 @@
 
 B (background) and T (traits) are long-term; R (role) is the current role. E (transient states)
 is filled in by the planner, because whether a state is active depends on the persona's task
-times and scenarios (see iba.build.planner).
+times and scenarios (see iba.construct.planner).
 """
 
 from __future__ import annotations
 
-from iba.build import persona_bank as bank
-from iba.build.rng import derive
+from iba.construct import persona_bank as bank
+from iba.construct.rng import derive
 from iba.types import Persona
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from iba.build import noise
-from iba.build.evidence import render_evidence, render_state
-from iba.build.plan import PersonaPlan, SessionPlan
-from iba.build.rng import derive
+from iba.construct import noise
+from iba.construct.evidence import render_evidence, render_state
+from iba.construct.plan import PersonaPlan, SessionPlan
+from iba.construct.rng import derive
 
 
 class ProceduralWriter:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from iba.build.builder import plan_dataset
-from iba.build.llm_writer import LLMWriter
-from iba.build.presets import get_preset
-from iba.build.procedural_writer import ProceduralWriter
-from iba.build.validate import CRITERIA, validate_dataset
+from iba.construct.builder import plan_dataset
+from iba.construct.llm_writer import LLMWriter
+from iba.construct.presets import get_preset
+from iba.construct.procedural_writer import ProceduralWriter
+from iba.construct.validate import CRITERIA, validate_dataset
 from iba.taxonomy import load_taxonomy
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from iba.build.builder import build_dataset
+from iba.construct.builder import build_dataset
 from iba.dataset import Dataset
 from iba.taxonomy import load_taxonomy
 
@@ -195,7 +195,7 @@ def test_call_api_instances_record_fixed_params_from_the_query(demo):
 
 
 def test_noise_ratio_and_history_turns_knobs(tmp_path):
-    from iba.build.stats import compute_stats
+    from iba.construct.stats import compute_stats
 
     build_dataset(tmp_path / "r30", preset="small", seed=3, noise_ratio=30, progress=False)
     s = compute_stats(tmp_path / "r30")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import random
 
-from iba.build import noise_bank as bank
-from iba.build.plan import NoiseSpec
+from iba.construct import noise_bank as bank
+from iba.construct.plan import NoiseSpec
 
 # Session lengths (turns, even: user/assistant pairs) and their weights; mean about 14 turns.
 LENGTHS = (4, 6, 8, 10, 12, 14, 16, 18, 20, 24, 28, 32)

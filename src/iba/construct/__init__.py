@@ -8,7 +8,7 @@
     output  -> tasks (TaskView, AnswerKey, qa probes, fixed params) written by iba.dataset,
                then stats (Table 2). validate: AI annotation with agreement (Table 11).
 
-Entry point: `build_dataset` (imported lazily so `import iba.build` stays cheap).
+Entry point: `build_dataset` (imported lazily so `import iba.construct` stays cheap).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["build_dataset"]
 
 def __getattr__(name: str) -> Any:
     if name == "build_dataset":
-        from iba.build.builder import build_dataset
+        from iba.construct.builder import build_dataset
 
         return build_dataset
     raise AttributeError(name)

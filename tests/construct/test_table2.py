@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import random
 
-from iba.build import table2
-from iba.build.builder import assign_instances, table2_counts
-from iba.build.personas import make_personas
-from iba.build.presets import get_preset
+from iba.construct import table2
+from iba.construct.builder import assign_instances, table2_counts
+from iba.construct.personas import make_personas
+from iba.construct.presets import get_preset
 from iba.taxonomy import load_taxonomy
 
 
