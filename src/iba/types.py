@@ -351,9 +351,12 @@ class RunRecord(Strict):
     model: str
     trial: int = 0
     seed: int = 42
-    status: Literal["ok", "errored"]
+    # ok: a valid action; failed: the agent's own failure (crash, invalid or missing action,
+    # unparseable output) -- scored 0 with its reason; errored: an infrastructure fault (model
+    # server down, timeout) -- unscored, shown, and run again by `iba run --retry-errored`.
+    status: Literal["ok", "failed", "errored"]
     action: Action | None = None
-    error: str | None = None
+    error: str | None = None  # the failure's or fault's message (status failed or errored)
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
     prompt_hashes: dict[str, str] = Field(default_factory=dict)
@@ -378,6 +381,9 @@ class ScoreRecord(Strict):
     verdicts: list[Verdict]
     score: float | None  # mean over scored targets; None when nothing could be scored
     invalid_action: bool = False
+    # why an agent-side failure scored 0: "agent_failed", "invalid_action", "unparseable_answer",
+    # "hedged_answer"; None for a normal score or an unscored record
+    failure: str | None = None
     usage: Usage = Field(default_factory=Usage)
 
 

@@ -62,8 +62,13 @@ def test_score_qa():
     assert right.verdicts[0].prompt_hash
     wrong = score_qa("A", KEY, "q1")
     assert wrong.score == 0.0 and "correct: C" in wrong.verdicts[0].rationale
+    # the agent's failure to pick one option is a failed task: 0, flagged with its reason
     unread = score_qa("no idea", KEY, "q1")
-    assert unread.score is None and unread.verdicts[0].passed is None
+    assert unread.score == 0.0 and unread.verdicts[0].passed is False
+    assert unread.failure == "unparseable_answer"
+    hedged = score_qa("Either (A) or (C)", KEY, "q1")
+    assert hedged.score == 0.0 and hedged.failure == "hedged_answer"
+    assert wrong.failure is None and right.failure is None
     missing = score_qa("C", KEY, "q9")
     assert missing.score is None
 

@@ -95,7 +95,8 @@ async def test_errored_records_are_unscored_not_zero(tmp_path):
 async def test_call_api_action_on_generate_task_scores_zero():
     rec = record(action=Action(kind="call_api", params={"x": 1}), key="rk4")
     out = await score_record(rec, KEY, judges=[judge("A")])
-    assert [(r.scorer, r.score, r.invalid_action) for r in out] == [("judge:A", 0.0, True)]
+    # an invalid action fails every scorer, the deterministic verifiers included
+    assert sorted((r.scorer, r.score, r.invalid_action) for r in out) == [("judge:A", 0.0, True), ("verifiers", 0.0, True)]
 
 
 async def test_unparseable_judge_makes_the_instance_unscored_not_zero():

@@ -6,6 +6,7 @@ import pytest
 from iba import registry
 from iba.agents.base import Agent
 from iba.dataset import Dataset
+from iba.llm.base import LLMError
 from iba.run.runner import RunConfig, run_dataset
 from iba.run.store import Store
 from iba.types import Action
@@ -24,7 +25,11 @@ class SpyAgent(Agent):
         SEEN.append(json.dumps({"task": task.model_dump(), "history": [t.model_dump() for t in history],
                                 "env": sorted(vars(self.env)), "options": self.options}))
         if self.options.get("fail") == task.instance_id:
-            raise RuntimeError("model exploded")
+            raise RuntimeError("agent code exploded")  # the agent's own failure
+        if self.options.get("fault") == task.instance_id:
+            raise LLMError("local:x: request failed after 4 attempts: ConnectionError")  # infrastructure
+        if self.options.get("wrong") == task.instance_id:
+            return Action(kind="generate", text="not an API call")
         if task.action == "call_api":
             return Action(kind="call_api", api_name=task.api_name, params={"texture": "soft"})
         return Action(kind="generate", text="B")
@@ -44,23 +49,88 @@ def _run(ds, store, **kw):
 def test_runs_resume_and_errors_are_records(tmp_path):
     ds = Dataset(tiny_dataset(tmp_path / "ds"))
     with Store(tmp_path / "s.sqlite") as store:
-        s1 = _run(ds, store, agents=["spy?fail=i0"])
+        s1 = _run(ds, store, agents=["spy?fault=i0"])
         assert (s1.planned, s1.ok, s1.errored) == (2, 1, 1)
         recs = {r.instance_id: r for r in store.runs()}
         assert recs["i0"].status == "errored" and recs["i0"].action is None
-        assert "model exploded" in recs["i0"].error
+        assert "ConnectionError" in recs["i0"].error
         assert recs["i1"].action.params == {"texture": "soft"}
-        s2 = _run(ds, store, agents=["spy?fail=i0"])  # rerun: everything already stored
+        s2 = _run(ds, store, agents=["spy?fault=i0"])  # rerun: everything already stored
         assert (s2.skipped, s2.ok, s2.errored) == (2, 0, 0)
         s3 = _run(ds, store, agents=["spy"], trials=2)  # a new agent spec and trials are new keys
         assert (s3.planned, s3.ok) == (4, 4)
         # --retry-errored: only the errored record runs again; the ok one is kept
         n = len(list(store.runs()))
-        s4 = _run(ds, store, agents=["spy?fail=i0"], retry_errored=True)
+        s4 = _run(ds, store, agents=["spy?fault=i0"], retry_errored=True)
         assert (s4.retried, s4.skipped, s4.ok, s4.errored) == (1, 1, 0, 1)
         assert len(list(store.runs())) == n
         s5 = _run(ds, store, agents=["spy"], retry_errored=True)  # nothing errored under this spec
         assert (s5.retried, s5.skipped) == (0, 2)
+
+
+def test_agent_failures_are_failed_not_errored(tmp_path):
+    """The agent's own crash or invalid action is 'failed' (scored 0), not retried as a fault."""
+    ds = Dataset(tiny_dataset(tmp_path / "ds"))
+    with Store(tmp_path / "s.sqlite") as store:
+        s = _run(ds, store, agents=["spy?fail=i0&wrong=i1"])
+        assert (s.ok, s.failed, s.errored) == (0, 2, 0)
+        recs = {r.instance_id: r for r in store.runs()}
+        assert recs["i0"].status == "failed" and "agent code exploded" in recs["i0"].error
+        assert recs["i1"].status == "failed" and recs["i1"].action.kind == "generate"  # kept for the report
+        again = _run(ds, store, agents=["spy?fail=i0&wrong=i1"], retry_errored=True)
+        assert (again.retried, again.skipped) == (0, 2)  # a failure is a result, not retried
+
+
+def _scored_run(ds, store, *, score=True, **kw):
+    cfg = RunConfig(agents=kw.pop("agents", ["spy"]), score=score, progress=False, **kw)
+    return asyncio.run(run_dataset(ds, ScriptedBackend([]), store, cfg))
+
+
+def test_failed_records_score_zero_with_reason(tmp_path):
+    ds = Dataset(tiny_dataset(tmp_path / "ds"))
+    with Store(tmp_path / "s.sqlite") as store:
+        _scored_run(ds, store, agents=["spy?fail=i0&wrong=i1"])
+        runs = {r.key: r for r in store.runs()}
+        scores = list(store.scores())
+        assert scores and all(sc.score == 0.0 for sc in scores)
+        assert {sc.failure for sc in scores} <= {"agent_failed", "invalid_action"}
+        by_inst = {runs[sc.run_key].instance_id: sc for sc in scores}
+        assert by_inst["i1"].failure == "invalid_action" and by_inst["i1"].invalid_action
+
+
+def test_errored_records_stay_unscored(tmp_path):
+    ds = Dataset(tiny_dataset(tmp_path / "ds"))
+    with Store(tmp_path / "s.sqlite") as store:
+        _scored_run(ds, store, agents=["spy?fault=i1"])
+        runs = {r.key: r for r in store.runs()}
+        bad = [sc for sc in store.scores() if runs[sc.run_key].instance_id == "i1"]
+        assert bad and all(sc.score is None and sc.failure is None for sc in bad)
+
+
+def test_rerun_scores_records_stored_unscored(tmp_path):
+    """--no-score, then the same command with scoring: every stored record gets its scores."""
+    ds = Dataset(tiny_dataset(tmp_path / "ds"))
+    with Store(tmp_path / "s.sqlite") as store:
+        _scored_run(ds, store, score=False, qa=True)
+        assert list(store.scores()) == []
+        s = _scored_run(ds, store, qa=True)
+        # the call_api task and the QA probe; the generate task has no judge here (nothing to score)
+        assert s.skipped == 3 and s.rescored == 2
+        scorable = {r.key for r in store.runs() if r.instance_id != "i0"}
+        assert {sc.run_key for sc in store.scores()} == scorable
+
+
+def test_rerun_after_kill_between_store_and_score(tmp_path):
+    """The state a SIGKILL leaves between the two writes: a run stored, its scores not. (The kill
+    itself is the same as --no-score for the store: the record is there, its scores are not.)"""
+    ds = Dataset(tiny_dataset(tmp_path / "ds"))
+    with Store(tmp_path / "s.sqlite") as store:
+        _scored_run(ds, store)
+        first = next(r for r in store.runs() if r.instance_id == "i1")
+        store._db.execute("DELETE FROM scores WHERE run_key=?", (first.key,))
+        store._db.commit()
+        s = _scored_run(ds, store)
+        assert s.rescored == 1 and store.has_any_score(first.key)
 
 
 def test_agent_never_sees_the_answer_key(tmp_path):

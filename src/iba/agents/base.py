@@ -56,7 +56,13 @@ def parse_agent_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 class AgentError(RuntimeError):
     """The agent could not produce a valid action (model output invalid after its retry, an external
-    agent failed, ...). The runner records the instance as errored; there is no default answer."""
+    agent crashed or replied nonsense, ...). The agent's own failure: the runner records the
+    instance as failed, and it scores 0; there is no default answer."""
+
+
+class AgentUnavailable(AgentError):
+    """An external agent could not be reached (cannot start, unreachable, timed out, HTTP 5xx): an
+    infrastructure fault, so the instance is errored (retried with --retry-errored), not failed."""
 
 
 def parse_options(model: type[BaseModel], options: dict[str, Any], agent: str) -> Any:

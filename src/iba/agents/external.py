@@ -22,7 +22,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from iba.agents.answer import check_task
 from iba.agents.api_params import validate_params
-from iba.agents.base import Agent, AgentEnv, AgentError, parse_options
+from iba.agents.base import Agent, AgentEnv, AgentError, AgentUnavailable, parse_options
 from iba.types import Action, Strict, TaskView, TraceStep, Turn
 
 TAIL = 2000  # characters of stderr / body quoted in errors
@@ -99,13 +99,13 @@ class ExternalAgent(Agent):
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
             )
         except OSError as e:
-            raise AgentError(f"cannot start external command {self.opts.cmd!r}: {e}") from None
+            raise AgentUnavailable(f"cannot start external command {self.opts.cmd!r}: {e}") from None
         try:
             out, err = await asyncio.wait_for(proc.communicate(payload), self.opts.timeout)
         except TimeoutError:
             proc.kill()
             await proc.wait()
-            raise AgentError(f"external command {self.opts.cmd!r} timed out after {self.opts.timeout:g}s") from None
+            raise AgentUnavailable(f"external command {self.opts.cmd!r} timed out after {self.opts.timeout:g}s") from None
         if proc.returncode != 0:
             tail = err.decode(errors="replace")[-TAIL:]
             raise AgentError(f"external command {self.opts.cmd!r} exited with {proc.returncode}; stderr: {tail}")
@@ -118,9 +118,11 @@ class ExternalAgent(Agent):
             async with httpx.AsyncClient(timeout=self.opts.timeout) as client:
                 resp = await client.post(self.opts.url or "", content=payload, headers={"Content-Type": "application/json"})
         except httpx.TimeoutException:
-            raise AgentError(f"external agent at {self.opts.url} timed out after {self.opts.timeout:g}s") from None
+            raise AgentUnavailable(f"external agent at {self.opts.url} timed out after {self.opts.timeout:g}s") from None
         except httpx.HTTPError as e:
-            raise AgentError(f"external agent at {self.opts.url} unreachable: {e}") from None
+            raise AgentUnavailable(f"external agent at {self.opts.url} unreachable: {e}") from None
+        if resp.status_code >= 500:  # the agent's server failed: a fault, retried later
+            raise AgentUnavailable(f"external agent at {self.opts.url} answered HTTP {resp.status_code}: {resp.text[-TAIL:]}")
         if resp.status_code != 200:
             raise AgentError(f"external agent at {self.opts.url} answered HTTP {resp.status_code}: {resp.text[-TAIL:]}")
         return resp.content

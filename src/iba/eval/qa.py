@@ -4,7 +4,9 @@ The runner asks the same agent and model the instance's multiple-choice question
 preference, as a plain generate task whose query is `qa_prompt(probe)`, and stores it as a
 RunRecord with instance_id "{instance_id}::qa::{probe_id}". Scoring parses the answer
 deterministically (`parse_choice`) under scorer "qa": 1 when the chosen option is the key's
-answer, 0 when another option was chosen, unscored when no single option can be read.
+answer, 0 when another option was chosen, and 0 flagged with its reason when no single option can
+be read: "hedged_answer" (several options named) or "unparseable_answer" (none). The answer is
+the agent's output, so a reply that picks nothing is the agent's failure, not a missing score.
 """
 
 from __future__ import annotations
@@ -65,7 +67,12 @@ def _single(found: list[int]) -> int | None | bool:
 
 
 def parse_choice(text: str, n_options: int, options: Sequence[str] | None = None) -> int | None:
-    """The option index a free-text answer picks, or None (unscored) when none or several.
+    """The option index a free-text answer picks, or None when none or several (see parse_choice_why)."""
+    return parse_choice_why(text, n_options, options)[0]
+
+
+def parse_choice_why(text: str, n_options: int, options: Sequence[str] | None = None) -> tuple[int | None, str]:
+    """(option index, "") or (None, "hedged_answer" | "unparseable_answer").
 
     Rules, strongest first; the first rule that finds anything decides, and if it finds two
     different options the answer is ambiguous (None):
@@ -78,7 +85,7 @@ def parse_choice(text: str, n_options: int, options: Sequence[str] | None = None
     Letters beyond the n_options offered are ignored.
     """
     if not text or not text.strip():
-        return None
+        return None, "unparseable_answer"
     valid = letters(n_options)
     clean = _MD.sub("", text).strip()
 
@@ -105,17 +112,19 @@ def parse_choice(text: str, n_options: int, options: Sequence[str] | None = None
     for found in rules:
         picked = _single([i for i in found if i is not None])
         if picked is False:
-            return None
+            return None, "hedged_answer"
         if picked is not None:
-            return int(picked)
+            return int(picked), ""
     if options:
         body = f" {_norm(clean)} "
         hits = [i for i, o in enumerate(options[:n_options]) if _norm(o) and f" {_norm(o)} " in body]
         hits = [i for i in hits if not any(j != i and _norm(options[i]) in _norm(options[j]) for j in hits)]
         picked = _single(hits)
-        if picked is not None and picked is not False:
-            return int(picked)
-    return None
+        if picked is False:
+            return None, "hedged_answer"
+        if picked is not None:
+            return int(picked), ""
+    return None, "unparseable_answer"
 
 
 # --------------------------------------------------------------------------- scoring
@@ -128,15 +137,17 @@ def score_qa(text: str | None, key: AnswerKey, probe_id: str, *, run_key: str = 
         v = Verdict(target=probe_id, kind="qa", judge=JUDGE, passed=None,
                     rationale=f"no QA probe {probe_id!r} in the answer key of {key.instance_id}")
     else:
-        choice = parse_choice(text or "", len(probe.options), probe.options)
+        choice, failure = parse_choice_why(text or "", len(probe.options), probe.options)
         right = letters(len(probe.options))[probe.answer]
         if choice is None:
-            v = Verdict(target=probe.id, kind="qa", judge=JUDGE, passed=None,
-                        rationale=f"no single option could be read from the answer (correct: {right})")
+            what = "several options named" if failure == "hedged_answer" else "no option could be read"
+            v = Verdict(target=probe.id, kind="qa", judge=JUDGE, passed=False,
+                        rationale=f"{failure}: {what} in the answer, scored 0 (correct: {right})")
         else:
             got = letters(len(probe.options))[choice]
             v = Verdict(target=probe.id, kind="qa", judge=JUDGE, passed=choice == probe.answer,
                         rationale=f"chose {got} ({probe.options[choice]!r}); correct: {right}")
     v = v.model_copy(update={"prompt_hash": prompts.template_hash(TEMPLATE)})
+    failure = v.rationale.split(":")[0] if v.rationale.startswith(("hedged_answer", "unparseable_answer")) else None
     return ScoreRecord(run_key=run_key, scorer=SCORER, repeat=0, verdicts=[v],
-                       score=None if v.passed is None else float(v.passed))
+                       score=None if v.passed is None else float(v.passed), failure=failure)

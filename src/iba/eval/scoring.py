@@ -8,8 +8,12 @@ The record's kind picks the scorers:
 
 One ScoreRecord per (run key, scorer, repeat). With a store, pairs already stored are skipped
 (re-scoring with other judges never re-runs agents; an interrupted scoring resumes) and each new
-record is stored as soon as it exists. An errored run gets records whose score is None: it is
-unscored, neither 0 nor 1, and reports count it as such.
+record is stored as soon as it exists.
+
+The failure policy (iba.run.failures): a *failed* run (the agent's own failure) scores 0 under
+every scorer that applies, each verdict False and the record's `failure` naming why; an
+*errored* run (an infrastructure fault) gets records whose score is None: unscored, neither 0 nor
+1, shown by reports and run again with `iba run --retry-errored`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,15 @@ def record_kind(record: RunRecord, key: AnswerKey, api_template: ApiTemplate | N
     if key.slots or api_template is not None:
         return "call_api"
     return "generate"
+
+
+def _failed(run_key: str, scorer: str, repeat: int, targets: list[tuple[str, str]], judge: str, why: str,
+            failure: str = "agent_failed") -> ScoreRecord:
+    verdicts = [Verdict(target=t, kind=k, judge=judge, repeat=repeat, passed=False, rationale=why)  # type: ignore[arg-type]
+                for t, k in targets]
+    return ScoreRecord(run_key=run_key, scorer=scorer, repeat=repeat, verdicts=verdicts,
+                       score=0.0 if verdicts else None, failure=failure,
+                       invalid_action=failure == "invalid_action")
 
 
 def _unscored(run_key: str, scorer: str, repeat: int, targets: list[tuple[str, str]], judge: str, why: str) -> ScoreRecord:
@@ -74,22 +87,36 @@ async def score_record(
         if store is not None:
             store.put_score(rec)
 
-    errored = record.status != "ok" or record.action is None
-    why = f"run errored: {(record.error or 'no action').splitlines()[0][:300]}"
+    failed = record.status == "failed" or (record.status == "ok" and record.action is None)
+    errored = record.status == "errored"
+    first = (record.error or "no action").splitlines()[0][:300]
+    if failed:
+        why = f"agent failed: {first}"
+        failure = "invalid_action" if first.startswith("invalid action") or record.action is not None else "agent_failed"
+    else:
+        why = f"run errored: {first}"
+
+    def give_up(scorer: str, repeat: int, targets: list[tuple[str, str]], judge: str) -> ScoreRecord:
+        if failed:
+            return _failed(rk, scorer, repeat, targets, judge, why, failure)
+        return _unscored(rk, scorer, repeat, targets, judge, why)
 
     if kind == "qa":
         if not done(qa_mod.SCORER):
             probe_id = qa_mod.split_qa_id(record.instance_id)[1] or ""
-            if errored:
-                keep(_unscored(rk, qa_mod.SCORER, 0, [(probe_id, "qa")], qa_mod.JUDGE, why))
+            if failed or errored:
+                keep(give_up(qa_mod.SCORER, 0, [(probe_id, "qa")], qa_mod.JUDGE))
             else:
                 keep(qa_mod.score_qa(record.action.text, key, probe_id, run_key=rk))  # type: ignore[union-attr]
         return out
 
     if kind == "call_api":
         if not done(slots_mod.SCORER):
-            if errored:
-                keep(_unscored(rk, slots_mod.SCORER, 0, [(s.id, "slot") for s in key.slots], slots_mod.JUDGE, why))
+            if failed and record.action is not None:
+                # an invalid action is still scored by the slot scorer: it says why it is invalid
+                keep(slots_mod.score_slots(record.action, key, api_template, run_key=rk))
+            elif failed or errored:
+                keep(give_up(slots_mod.SCORER, 0, [(s.id, "slot") for s in key.slots], slots_mod.JUDGE))
             else:
                 keep(slots_mod.score_slots(record.action, key, api_template, run_key=rk))  # type: ignore[arg-type]
         return out
@@ -99,25 +126,17 @@ async def score_record(
     targets = [(c.id, "checkpoint") for c in cps]
     action = record.action
     has_verifiers = any(c.verifier is not None for c in cps)
-    if errored or action is None:
+    if failed or errored or action is None or action.kind != "generate" or action.text is None:
+        if not (failed or errored):  # not a response at all: the agent's failure
+            failed, failure = True, "invalid_action"
+            why = f"agent failed: invalid action: a {action.kind if action else 'missing'} action on a generate task"
         for b in judges:
             for r in range(cfg.repeats):
                 if not done(judge_scorer(b.model_id), r):
-                    keep(_unscored(rk, judge_scorer(b.model_id), r, targets, b.model_id, why))
+                    keep(give_up(judge_scorer(b.model_id), r, targets, b.model_id))
         if has_verifiers and not done(verifiers_mod.SCORER):
             vt = [(c.id, "checkpoint") for c in cps if c.verifier is not None]
-            keep(_unscored(rk, verifiers_mod.SCORER, 0, vt, "verifiers", why))
-        return out
-    if action.kind != "generate" or action.text is None:
-        # not a response at all: every checkpoint fails, flagged like an invalid API call
-        reason = f"invalid action: a {action.kind} action on a generate task"
-        for b in judges:
-            for r in range(cfg.repeats):
-                if not done(judge_scorer(b.model_id), r):
-                    vs = [Verdict(target=c.id, kind="checkpoint", judge=b.model_id, repeat=r, passed=False,
-                                  rationale=reason) for c in cps]
-                    keep(ScoreRecord(run_key=rk, scorer=judge_scorer(b.model_id), repeat=r, verdicts=vs,
-                                     score=0.0 if vs else None, invalid_action=True))
+            keep(give_up(verifiers_mod.SCORER, 0, vt, "verifiers"))
         return out
 
     if has_verifiers and not done(verifiers_mod.SCORER):

@@ -221,7 +221,8 @@ def score_slots(
         verdicts = [slot_verdict(s, action.params or {}, syn) for s in key.slots]
     return ScoreRecord(
         run_key=run_key, scorer=SCORER, repeat=0, verdicts=verdicts,
-        score=mean_passed(verdicts), invalid_action=reason is not None,
+        score=mean_passed(verdicts) if key.slots else (0.0 if reason else None), invalid_action=reason is not None,
+        failure="invalid_action" if reason is not None else None,
     )
 
 

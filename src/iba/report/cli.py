@@ -1,7 +1,8 @@
 """`iba report`: the paper's tables and figures from stored runs, as Markdown, CSV, PNG and HTML.
 
 `build_report` is the entry point other commands call (`iba demo`); it writes into out_dir:
-  table4.md/.csv          per-domain scores (Table 4 shape), cells.csv with n and unscored per cell
+  table4.md/.csv          per-domain scores (Table 4 shape), cells.csv with n and unscored per cell,
+                          left_out.csv: instances outside the same-instance comparison, and why
   scenarios.md/.csv       per-scenario breakdown
   table5.md/.csv          ablation deltas (when agent specs with options sit beside the plain spec)
   table9*.md/.csv         mean ± sample sd over replicates (when judges repeat or agents have trials)
@@ -58,6 +59,8 @@ def build_report(
         atomic_write_text(out / f"{t.name}.md", t.to_markdown())
         atomic_write_text(out / f"{t.name}.csv", t.to_csv())
     atomic_write_text(out / "cells.csv", records_to_csv(tables.table4_cells(data)))
+    atomic_write_text(out / "left_out.csv", records_to_csv(data.left_out) if data.left_out
+                      else "row,dataset,instance_id,why\n")
 
     series = [
         ("fig5a_evidence", "(a) score by number of evidence items", analyses.by_evidence(data), "line", "evidence items"),
@@ -87,15 +90,18 @@ def build_report(
     md += [f"![{caption}]({name})\n" for name, caption, _ in figures]
     atomic_write_text(out / "report.md", "\n".join(md))
 
-    n_unscored = sum(1 for i in data.instances if i.score(data.judges) is None)
+    n_unscored = sum(1 for i in data.all_instances if i.score(data.judges) is None)
+    n_failed = sum(1 for r in data.runs if r.status == "failed")
     summary = {
         "store": str(store_path),
         "runs": ", ".join(sorted({r.run for r in data.runs})) or "(none)",
         "datasets": ", ".join(sorted(data.datasets)) or "(none given: no answer keys, no analyses)",
         "judges": ", ".join(j.removeprefix("judge:") for j in data.judge_scorers()) or "(none)",
-        "task runs": f"{len(data.runs)} ({sum(r.status == 'errored' for r in data.runs)} errored)",
+        "task runs": f"{len(data.runs)} ({n_failed} failed by the agent, scored 0; "
+                     f"{sum(r.status == 'errored' for r in data.runs)} errored, unscored)",
         "QA runs": len(data.qa_runs),
-        "instances unscored": f"{n_unscored} of {len(data.instances)}",
+        "instances unscored": f"{n_unscored} of {len(data.all_instances)}",
+        "compared": data.left_out_note(),
         "scores": "x100; instance score = slot mean (CallAPI) or the mean over judges of each judge's "
                   "mean over repeats of its checkpoint mean (Generate)",
     }

@@ -112,9 +112,10 @@ class ReportData:
 
     @cached_property
     def instances(self) -> list[Instance]:
+        """Every instance of every row, scored or not (the drill-down shows them all)."""
         groups: dict[tuple[RowKey, str, str], list[RunRecord]] = defaultdict(list)
         for r in self.runs:
-            groups[(self.row_keys[r.key], r.dataset, r.instance_id)].append(r)
+            groups[(self.row_keys[r.key], r.dataset, r.instance_id)].append(r)  # noqa: E501
         out = []
         for (row, ds, iid), trials in groups.items():
             trials.sort(key=lambda r: r.trial)
@@ -124,6 +125,62 @@ class ReportData:
             out.append(Instance(row, ds, iid, trials[0].domain, trials[0].scenario, kind, trials, scores,
                                 key, self.tasks.get((ds, iid))))
         return out
+
+    @cached_property
+    def all_instances(self) -> list[Instance]:
+        return self.instances
+
+    @cached_property
+    def compared(self) -> list[Instance]:
+        """The instances every table compares: those that *every* row has a score for (the
+        intersection), so no row's mean is over an easier or smaller set than another's. An agent's
+        own failures are scored 0 and stay in; errored (infrastructure) and unscored instances, and
+        instances a row never ran, leave the comparison for every row: see `left_out`."""
+        rows = {i.row for i in self.all_instances}
+        scored: dict[tuple[str, str], set[RowKey]] = defaultdict(set)
+        for i in self.all_instances:
+            if i.score(self.judges) is not None:
+                scored[(i.dataset, i.instance_id)].add(i.row)
+        common = {k for k, have in scored.items() if have == rows}
+        return [i for i in self.all_instances if (i.dataset, i.instance_id) in common]
+
+    @cached_property
+    def left_out(self) -> list[dict]:
+        """One dict per (row, instance) outside the comparison, with why: 'errored' (an
+        infrastructure fault), 'unscored' (no judge verdict could be read, or no scorer), 'not run'
+        by this row, or 'another row' (this row scored it, some other row did not)."""
+        kept = {(i.dataset, i.instance_id) for i in self.compared}
+        have = {(i.row, i.dataset, i.instance_id): i for i in self.all_instances}
+        ids = sorted({(i.dataset, i.instance_id) for i in self.all_instances} - kept)
+        out = []
+        for ds, iid in ids:
+            for row in self.rows:
+                inst = have.get((row, ds, iid))
+                if inst is None:
+                    why = "not run"
+                elif any(r.status == "errored" for r in inst.trials):
+                    why = "errored"
+                elif inst.score(self.judges) is None:
+                    why = "unscored"
+                else:
+                    why = "another row"
+                out.append({"row": row.label, "dataset": ds, "instance_id": iid, "why": why})
+        return out
+
+    def left_out_note(self) -> str:
+        """A sentence for table notes: n compared, and what was left out and why."""
+        n = len({(i.dataset, i.instance_id) for i in self.compared})
+        if not self.left_out:
+            return f"All rows compared on the same {n} instance(s)."
+        counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for x in self.left_out:
+            if x["why"] != "another row":
+                counts[x["row"]][x["why"]] += 1
+        total = len({(x["dataset"], x["instance_id"]) for x in self.left_out})
+        parts = "; ".join(f"{row}: " + ", ".join(f"{c} {w}" for w, c in sorted(ws.items()))
+                          for row, ws in counts.items())
+        return (f"All rows compared on the same {n} instance(s); {total} left out for every row "
+                f"({parts}; listed in left_out.csv).")
 
     def domains(self) -> list[str]:
         """Domains present, in the paper's order, then any others alphabetically."""

@@ -2,8 +2,9 @@
 Table 9 (mean ± sd over replicates) and the cost and effort summary.
 
 Every score is an instance score from `iba.eval.aggregate.instance_score` (mean over trials),
-shown x100 with one decimal. A cell's mean is over its scored instances; `n` counts all of its
-instances and `unscored` those with no score (errored runs, unparseable verdicts, no judge).
+shown x100 with one decimal. Rows are compared on the same instances (the
+intersection of what every row scored, `ReportData.compared`); an agent's own failures count as 0 there, and the notes
+say how many instances were left out and why (errored, unscored, not run: left_out.csv).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def _cell(instances: list[Instance], judges: list[str] | None) -> dict:
 
 def _by_row(data: ReportData) -> dict[RowKey, list[Instance]]:
     out: dict[RowKey, list[Instance]] = defaultdict(list)
-    for inst in data.instances:
+    for inst in data.compared:
         out[inst.row].append(inst)
     return out
 
@@ -60,11 +61,8 @@ def table4(data: ReportData) -> Table:
     cells = {(c["row"], c["domain"]): c for c in table4_cells(data)}
     cols = [data.short(d) for d in domains] + [OVERALL]
     rows = [[row.label] + [cells[(row.label, c)]["score"] for c in cols] for row in data.rows]
-    unscored = sum(c["unscored"] for (r, d), c in cells.items() if d == OVERALL)
-    note = "Scores x100 (mean over instances). " + (
-        "No task runs." if not data.instances else
-        f"{unscored} instance(s) unscored and left out of the means (see cells.csv)." if unscored
-        else "Every instance was scored.")
+    note = "Scores x100 (mean over instances; an agent's own failures score 0). " + (
+        "No task runs scored by every row." if not data.compared else data.left_out_note())
     return Table("table4", "Table 4: score by domain", ["Agent (model)"] + cols, rows, note=note,
                  rank_columns=list(range(1, len(cols) + 1)))
 
@@ -90,7 +88,7 @@ def scenario_table(data: ReportData) -> Table:
             line.append(_cell(sel, data.judges)["score"])
         rows.append(line[:2] + [n] + line[2:])
     return Table("scenarios", "Score by scenario", ["Domain", "Scenario", "n"] + [r.label for r in data.rows], rows,
-                 note="Scores x100; n = instances per scenario (largest over rows).", label_columns=3,
+                 note="Scores x100 on the instances every row scored; n = instances per scenario.", label_columns=3,
                  rank_columns=[])
 
 

@@ -111,11 +111,17 @@ def main(args: argparse.Namespace) -> int:
     print(
         f"{summary.planned} planned, {summary.skipped} already stored, "
         + (f"{summary.retried} errored records retried, " if summary.retried else "")
-        + f"{summary.ok} ok, {summary.errored} errored "
+        + (f"{summary.rescored} stored records scored, " if summary.rescored else "")
+        + f"{summary.ok} ok, {summary.failed} failed (scored 0), {summary.errored} errored "
         f"in {summary.wall_s:.1f}s; {summary.usage.llm_calls} LLM calls, "
         f"{summary.usage.prompt_tokens} prompt + {summary.usage.completion_tokens} completion tokens"
     )
     for line in summary.errors[:5]:
-        print(f"  errored: {line}", file=sys.stderr)
+        print(f"  {line if ' failed: ' in line else 'errored: ' + line}", file=sys.stderr)
     print(f"store: {args.store}  ->  iba report {args.store} --dataset {args.dataset} --out report/")
+    if summary.errored:
+        # a fault left records unscored: say how to finish, and fail so scripts notice
+        print(f"{summary.errored} record(s) errored (infrastructure faults, unscored); "
+              "rerun with --retry-errored to run them again", file=sys.stderr)
+        return 1
     return 0

@@ -21,6 +21,7 @@ from iba import __version__, registry
 from iba.agents.base import Agent, AgentEnv, parse_agent_spec
 from iba.dataset import Dataset
 from iba.llm.base import Backend
+from iba.run.failures import classify
 from iba.run.store import Store
 from iba.types import Action, AnswerKey, QAProbe, RunRecord, TaskView, Turn, Usage, stable_hash
 
@@ -54,7 +55,9 @@ class RunSummary:
     skipped: int = 0  # already in the store (resume)
     retried: int = 0  # errored records dropped by --retry-errored
     ok: int = 0
-    errored: int = 0
+    failed: int = 0  # the agent's own failures: stored, scored 0
+    errored: int = 0  # infrastructure faults: stored unscored; `--retry-errored` runs them again
+    rescored: int = 0  # stored records that had no scores yet (a killed run, --no-score) and got them
     usage: Usage = field(default_factory=Usage)
     wall_s: float = 0.0
     errors: list[str] = field(default_factory=list)
@@ -117,16 +120,22 @@ async def run_one(
     t0 = time.perf_counter()
     action: Action | None = None
     error: str | None = None
+    status = "ok"
+    usage: Usage | None = None
     try:
         action = await asyncio.wait_for(agent.act(task, history), timeout=cfg.timeout_s)
         if action.kind != task.action:
-            raise ValueError(f"agent returned a {action.kind} action for a {task.action} task")
+            # the agent's failure; the action is kept so the report can show what it did
+            status, error = "failed", f"invalid action: the agent returned a {action.kind} action for a {task.action} task"
     except asyncio.TimeoutError:
-        error = f"TimeoutError: agent took longer than {cfg.timeout_s:.0f}s"
-    except Exception as e:  # the agent's failure is data: record it, keep going
+        status, error = "errored", f"TimeoutError: agent took longer than {cfg.timeout_s:.0f}s"
+    except Exception as e:  # the agent's failure or a fault is data: record it, keep going
+        status = classify(e)
         error = f"{type(e).__name__}: {e}"
         tb = traceback.format_exc(limit=3)
         error += "\n" + tb[-1500:]
+        # the steps that ran before the exception (agents.trace attaches them): their calls count
+        usage = _usage_of(Action(kind="generate", text="", trace=getattr(e, "iba_trace", None) or []))
     return RunRecord(
         key=run_key(dataset, task.instance_id, spec, model, trial),
         run=cfg.run,
@@ -139,10 +148,10 @@ async def run_one(
         model=model,
         trial=trial,
         seed=cfg.seed + trial,
-        status="ok" if error is None else "errored",
-        action=action if error is None else None,
+        status=status,  # type: ignore[arg-type]
+        action=action if status != "errored" else None,
         error=error,
-        usage=_usage_of(action),
+        usage=usage if usage is not None else _usage_of(action),
         latency_s=round(time.perf_counter() - t0, 3),
         prompt_hashes=_prompt_hashes(action),
         started_at=started,
@@ -191,6 +200,16 @@ async def run_dataset(
         summary.retried = store.drop_errored([run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]) for w in work])
     todo = [w for w in work if not store.has_run(run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]))]
     summary.skipped = len(work) - len(todo)
+    if cfg.score:
+        # Resume never loses scoring: a record stored before it was scored (a kill between the two
+        # writes, or an earlier --no-score) is scored now; score_record skips what is stored.
+        for w in work:
+            k = run_key(did, w[1].instance_id, w[0], backend.model_id, w[2])
+            if store.has_run(k) and not store.has_any_score(k):
+                rec = store.get_run(k)
+                if rec is not None and await score_stored(rec, by_id, keys, store, judges=judges,
+                                                          judge_repeats=cfg.judge_repeats):
+                    summary.rescored += 1
 
     agents: dict[tuple[str, int], Agent] = {}
 
@@ -219,13 +238,16 @@ async def run_dataset(
             summary.usage = summary.usage.add(rec.usage)
             if rec.status == "ok":
                 summary.ok += 1
+            elif rec.status == "failed":
+                summary.failed += 1
+                summary.errors.append(f"{rec.instance_id} [{spec}] failed: {rec.error.splitlines()[0] if rec.error else ''}")
             else:
                 summary.errored += 1
                 summary.errors.append(f"{rec.instance_id} [{spec}]: {rec.error.splitlines()[0] if rec.error else ''}")
             if cfg.score:
                 await score_stored(rec, by_id, keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
             bar.update(1)
-            bar.set_postfix(ok=summary.ok, errored=summary.errored)
+            bar.set_postfix(ok=summary.ok, failed=summary.failed, errored=summary.errored)
 
     try:
         await asyncio.gather(*(one(*w) for w in todo))
@@ -243,16 +265,17 @@ async def score_stored(
     *,
     judges: Sequence[Backend],
     judge_repeats: int = 1,
-) -> None:
-    """Score one stored record (task, QA probe or errored) unless already scored."""
+) -> int:
+    """Score one stored record (task, QA probe or errored) unless already scored; returns how many
+    ScoreRecords it wrote (0 for a generate task with neither judges nor verifiers)."""
     from iba.eval.scoring import score_record
 
     base_id = rec.instance_id.split(QA_SEPARATOR)[0]
     key, task = keys.get(base_id), tasks.get(base_id)
     if key is None or task is None:
-        return
+        return 0
     api = _api_template(task) if task.action == "call_api" and QA_SEPARATOR not in rec.instance_id else None
-    await score_record(rec, key, judges=list(judges), judge_repeats=judge_repeats, api_template=api, store=store)
+    return len(await score_record(rec, key, judges=list(judges), judge_repeats=judge_repeats, api_template=api, store=store))
 
 
 def _api_template(task: TaskView) -> Any:

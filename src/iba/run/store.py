@@ -61,6 +61,15 @@ class Store:
         with self._lock:
             return self._db.execute("SELECT 1 FROM runs WHERE key=?", (key,)).fetchone() is not None
 
+    def get_run(self, key: str) -> RunRecord | None:
+        with self._lock:
+            row = self._db.execute("SELECT record FROM runs WHERE key=?", (key,)).fetchone()
+        return RunRecord.model_validate_json(row[0]) if row else None
+
+    def has_any_score(self, run_key: str) -> bool:
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM scores WHERE run_key=? LIMIT 1", (run_key,)).fetchone() is not None
+
     def drop_errored(self, keys: list[str]) -> int:
         """Delete the errored records among `keys`, and their scores, so a rerun retries them.
 
