@@ -224,3 +224,15 @@ def test_agent_trials_give_a_panel_table9(tmp_path):
     line = f"| rag (m) | 75.0 \u00b1 {sd_w:.2f} | 50.0 \u00b1 {sd_d:.2f} | 62.5 \u00b1 {sd_o:.2f} |"
     assert line == "| rag (m) | 75.0 \u00b1 35.36 | 50.0 \u00b1 23.57 | 62.5 \u00b1 29.46 |"
     assert line in (out / "table9.md").read_text()
+
+
+def test_ci_and_paired_tables_use_the_same_instances(report):
+    out, _ = report
+    ci = {r["Agent (model)"]: r for r in read_csv(out / "ci.csv")}
+    assert ci["rag (m)"]["n"] == "3" and ci["iba (m)"]["n"] == "3"
+    assert float(ci["iba (m)"]["Overall"]) == pytest.approx(100 * m(IBA["w1"], IBA["w2"], IBA["d1"]), abs=0.05)
+    pairs = {r["A \u2212 B"]: r for r in read_csv(out / "paired.csv")}
+    rag_iba = pairs["rag (m) \u2212 iba (m)"]
+    want = m(*(RAG[k] - IBA[k] for k in ("w1", "w2", "d1")))
+    assert rag_iba["n"] == "3" and float(rag_iba["diff"]) == pytest.approx(100 * want, abs=0.05)
+    assert rag_iba["wins/losses/ties"] == "0/3/0"

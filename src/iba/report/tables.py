@@ -215,8 +215,66 @@ def cost_table(data: ReportData) -> Table:
                  cell_format=lambda v: f"{v:g}")
 
 
+# --------------------------------------------------------------------------- uncertainty
+
+
+def _overall_scores(data: ReportData) -> dict[RowKey, dict[tuple[str, str], float]]:
+    """row -> (dataset, instance) -> instance score, on the compared instances."""
+    out: dict[RowKey, dict[tuple[str, str], float]] = defaultdict(dict)
+    for inst in data.compared:
+        s = inst.score(data.judges)
+        if s is not None:
+            out[inst.row][(inst.dataset, inst.instance_id)] = s
+    return out
+
+
+def ci_table(data: ReportData) -> Table:
+    """Overall score per row with a 95% percentile-bootstrap interval over instances."""
+    from iba.report.intervals import bootstrap_ci
+
+    scores = _overall_scores(data)
+    rows = []
+    for row in data.rows:
+        ci = bootstrap_ci(list(scores[row].values()))
+        rows.append([row.label, len(scores[row]), None if ci is None else round(100 * ci.mean, 1),
+                     None if ci is None else f"[{100 * ci.lo:.1f}, {100 * ci.hi:.1f}]"])
+    return Table("ci", "Overall score with 95% bootstrap interval", ["Agent (model)", "n", "Overall", "95% CI"], rows,
+                 note="Percentile bootstrap over the compared instances (2,000 resamples, seed 0). "
+                      + data.left_out_note(), rank_columns=[], cell_format=lambda v: f"{v:g}")
+
+
+def paired_table(data: ReportData) -> Table | None:
+    """Every pair of rows on the same instances: the difference, its paired bootstrap interval,
+    wins/losses/ties and two paired tests (exact sign test, paired bootstrap)."""
+    from iba.report.intervals import paired
+
+    scores = _overall_scores(data)
+    rows = []
+    labels = data.rows
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            common = sorted(set(scores[a]) & set(scores[b]))
+            res = paired([scores[a][k] for k in common], [scores[b][k] for k in common])
+            if res is None:
+                continue
+            rows.append([f"{a.label} \u2212 {b.label}", res.diff.n, round(100 * res.diff.mean, 1),
+                         f"[{100 * res.diff.lo:.1f}, {100 * res.diff.hi:.1f}]",
+                         f"{res.wins}/{res.losses}/{res.ties}", round(res.p_sign, 4), round(res.p_boot, 4)])
+    if not rows:
+        return None
+    return Table("paired", "Paired differences (same instances)",
+                 ["A \u2212 B", "n", "diff", "95% CI", "wins/losses/ties", "sign test p", "bootstrap p"], rows,
+                 note="Score points x100 of A minus B per instance; intervals and p from 2,000 paired "
+                      "bootstrap resamples of instances (seed 0); the sign test is exact and two-sided.",
+                 rank_columns=[], cell_format=lambda v: f"{v:g}")
+
+
 def all_tables(data: ReportData) -> list[Table]:
-    out = [table4(data), scenario_table(data)]
+    out = [table4(data), ci_table(data)]
+    pt = paired_table(data)
+    if pt is not None:
+        out.append(pt)
+    out.append(scenario_table(data))
     abl = ablation_table(data)
     if abl is not None:
         out.append(abl)
@@ -226,4 +284,4 @@ def all_tables(data: ReportData) -> list[Table]:
 
 
 __all__: list[str] = ["table4", "table4_cells", "scenario_table", "ablation_table", "table9", "cost_table",
-                      "all_tables"]
+                      "ci_table", "paired_table", "all_tables"]
