@@ -40,3 +40,19 @@ def test_paired_difference_is_paired():
     assert (p.wins, p.losses) == (40, 0) and p.p_sign < 1e-10 and p.p_boot == 0.0
     with pytest.raises(ValueError, match="same instances"):
         paired([1.0], [1.0, 0.0])
+
+
+def test_pass_hat_k_needs_every_trial_to_pass():
+    from types import SimpleNamespace
+
+    from iba.report.tables import _pass_hat_k
+
+    def inst(row, scores):
+        trials = list(range(len(scores)))
+        return SimpleNamespace(row=row, trials=trials, trial_score=lambda r, j, s=scores: s[r])
+
+    data = SimpleNamespace(judges=None, compared=[inst("a", [1.0, 1.0]), inst("a", [1.0, 0.5]),
+                                                   inst("a", [1.0, 1.0]), inst("b", [0.0, 1.0])])
+    assert _pass_hat_k(data, "a", 2) == pytest.approx(100 * 2 / 3, abs=0.05)
+    assert _pass_hat_k(data, "b", 2) == 0.0
+    assert _pass_hat_k(data, "a", 3) is None  # no instance has 3 trials

@@ -233,14 +233,30 @@ def ci_table(data: ReportData) -> Table:
     from iba.report.intervals import bootstrap_ci
 
     scores = _overall_scores(data)
+    k = max((len(i.trials) for i in data.compared), default=1)
     rows = []
     for row in data.rows:
         ci = bootstrap_ci(list(scores[row].values()))
-        rows.append([row.label, len(scores[row]), None if ci is None else round(100 * ci.mean, 1),
-                     None if ci is None else f"[{100 * ci.lo:.1f}, {100 * ci.hi:.1f}]"])
-    return Table("ci", "Overall score with 95% bootstrap interval", ["Agent (model)", "n", "Overall", "95% CI"], rows,
+        line = [row.label, len(scores[row]), None if ci is None else round(100 * ci.mean, 1),
+                None if ci is None else f"[{100 * ci.lo:.1f}, {100 * ci.hi:.1f}]"]
+        if k > 1:
+            line.append(_pass_hat_k(data, row, k))
+        rows.append(line)
+    cols = ["Agent (model)", "n", "Overall", "95% CI"] + ([f"pass^{k}"] if k > 1 else [])
+    return Table("ci", "Overall score with 95% bootstrap interval", cols, rows,
                  note="Percentile bootstrap over the compared instances (2,000 resamples, seed 0). "
+                      + (f"pass^{k} (as in tau-bench): share x100 of instances whose {k} trials all score "
+                         "1.0 (every checkpoint or slot satisfied). " if k > 1 else "")
                       + data.left_out_note(), rank_columns=[], cell_format=lambda v: f"{v:g}")
+
+
+def _pass_hat_k(data: ReportData, row: RowKey, k: int) -> float | None:
+    """Share x100 of the row's compared instances with k trials that all score 1.0."""
+    insts = [i for i in data.compared if i.row == row and len(i.trials) >= k]
+    if not insts:
+        return None
+    ok = [all(i.trial_score(r, data.judges) == 1.0 for r in i.trials[:k]) for i in insts]
+    return round(100 * sum(ok) / len(ok), 1)
 
 
 def paired_table(data: ReportData) -> Table | None:
