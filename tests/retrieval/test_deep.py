@@ -87,7 +87,7 @@ def test_line_level_repeats_fold_only_the_repeated_turns():
         ("[2025-01-01 user] Actually, can you make it shorter? Rewrite it.", "explicit_revision"),
         ("[2025-01-01 user] Ugh, this is way too long, I hate walls of text", "complaint"),
         ("[2025-01-01 user] I prefer bullet points in reports.", "direct_statement"),
-        ("[2025-01-01 user] I usually grab sushi on Fridays.", "implicit_pattern"),
+        ("[2025-01-01 user] Every time I order, sushi on Fridays is my go-to.", "implicit_pattern"),
         ("[2025-01-01 user] What's the capital of Peru?", "none"),
         # the assistant's words are not the user's preference signal
         ("[2025-01-01 assistant] Actually, I prefer to rewrite it.\n[2025-01-01 user] Thanks.", "none"),
@@ -104,8 +104,8 @@ def test_salience_composes_relevance_and_signal():
         SalienceScore(relevance=7, signal=0)
     assert [rank_relevance(r, 1) for r in (1, 2, 3, 4, 5, 7, 10, 11)] == [6, 5, 5, 4, 4, 3, 2, 1]
     assert rank_relevance(2, 3) == 6 and rank_relevance(1, 2) == 6
-    cands = [P("a", "[2025-01-01 user] Actually, redo it"), P("b", "[2025-01-01 user] hello there"),
-             P("c", "[2025-01-01 user] I usually do that"), P("d", "[2025-01-01 user] nice weather")]
+    cands = [P("a", "[2025-01-01 user] I changed my mind, make it shorter"), P("b", "[2025-01-01 user] hello there"),
+             P("c", "[2025-01-01 user] that is my habit"), P("d", "[2025-01-01 user] nice weather")]
     scores = rule_scores(cands, best_ranks=[9, 3, 6, 6], hits=[1, 1, 1, 1])
     assert [(s.relevance, s.signal) for s in scores] == [(2, 4), (5, 0), (3, 1), (3, 0)]
     # a weakly related explicit revision (2+4) and a top-3 hit (5+0) are kept; a deeper habit (3+1)

@@ -54,31 +54,32 @@ class SalienceScore(Strict):
 
 # Cue lexicons per Table 12 category: generic English feedback phrasing, matched on the user's own
 # lines only. Words that fire on small talk far more than on preferences ("!", "I need", a bare
-# "usually" or "again") are left out or required in the first person.
+# "usually" or "again") are left out or required in the first person. No pattern may match the
+# benchmark builder's own wrappers (iba.construct.evidence_bank) with the cue left out: such a
+# pattern finds our generator's phrasing, not the user's preference, and makes IBA-Bench look
+# easier than real text (tests/retrieval/test_salience_templates.py; 34 such patterns removed).
 _CUES: dict[str, list[str]] = {
     "explicit_revision": [
-        r"\bactually\b", r"\binstead\b", r"\brather than\b", r"\bno longer\b", r"\bnot anymore\b",
+        r"\binstead\b", r"\brather than\b", r"\bno longer\b", r"\bnot anymore\b",
         r"\bany ?more\b", r"\bchanged? my mind\b", r"\bfrom now on\b", r"\bthese days\b", r"\bnowadays\b",
-        r"\bswitch(ed)? (to|over)\b", r"\bre-?write\b", r"\bre-?do\b", r"\brevise\b", r"\brework\b",
-        r"\b(change|fix|swap) (it|this|that)\b", r"\bswap (it|this|that) out\b", r"\bfix (it|this|that) up\b",
-        r"\b(another|one more) (round|pass|go|try|version|attempt)\b", r"\bstart (over|again)\b", r"\bscrap\b",
+        r"\bswitch(ed)? (to|over)\b",
         r"\btry again\b", r"\bcan you make (it|this)\b", r"\bmake (it|this) (more|less|shorter|longer)\b",
-        r"\bplease (don't|do not)\b", r"\bthat's not what\b", r"\bnot what i (wanted|asked)\b", r"\bi used to\b",
-        r"\bstopped\b", r"\bno,", r"\bnot quite\b", r"\bnext time\b",
+        r"\bplease (don't|do not)\b", r"\bthat's not what\b", r"\bi used to\b",
+        r"\bstopped\b", r"\bnext time\b",
     ],
     "complaint": [
-        r"\bhate\b", r"\bcan't stand\b", r"\bcannot stand\b", r"\bannoy", r"\birritat", r"\bterrible\b", r"\bawful\b",
-        r"\bhorrible\b", r"\bfrustrat", r"\bdisappoint", r"\bugh\b", r"\bfed up\b", r"\bjust no\b", r"\bwow\b",
+        r"\bhate\b", r"\bcan't stand\b", r"\bcannot stand\b", r"\birritat", r"\bterrible\b", r"\bawful\b",
+        r"\bhorrible\b", r"\bfed up\b",
         r"\btoo (long|short|formal|casual|much|many|spicy|wordy|vague|slow|expensive|dense|dry)\b",
-        r"\bnever again\b", r"\bsick of\b", r"\btired of\b", r"\bdr(ive|ove)s? me\b", r"\bworst\b", r"\bi love\b",
+        r"\bnever again\b", r"\bsick of\b", r"\bworst\b", r"\bi love\b",
         r"\bobsessed\b", r"\bcan't handle\b", r"\bnothing beats\b", r"\bnot again\b", r"\bunbearable\b",
     ],
     "direct_statement": [
         r"\bi prefer\b", r"\bi'd prefer\b", r"\bi would prefer\b", r"\bi'd rather\b", r"\bi would rather\b",
         r"\bi like\b", r"\bi want\b", r"\bi just need\b", r"\bi need (it|them|you|my|the answer)\b", r"\bmy preference\b", r"\bplease always\b",
         r"\bi always want\b", r"\bimportant to me\b", r"\bi care about\b", r"\bmy favou?rite\b",
-        r"\bi only\b", r"\bi (don't|never) (like|want|eat|do|use|read)\b", r"\bi avoid\b", r"\bkeep (this|that|it) in mind\b",
-        r"\bfor what it's worth\b", r"\bfor the record\b", r"\babout me\b", r"\bquick note\b", r"\bheads up\b",
+        r"\bi only\b", r"\bi (don't|never) (like|want|eat|do|use|read)\b", r"\bi avoid\b",
+        r"\bfor the record\b",
         r"\b(works|work|worked) (better|best) for me\b", r"\bthat's what (works|performs)\b", r"\bi'm the kind of\b",
         # standing constraints stated once (diets, allergies, firm rules), as in PrefEval's explicit form
         r"\bi prioriti[sz]e\b", r"\b(strong|clear|firm) preference\b", r"\bi refuse\b", r"\bi (strongly )?dislike\b",
@@ -87,10 +88,10 @@ _CUES: dict[str, list[str]] = {
         r"\bi'm an? (strong|big|huge|firm) (advocate|believer)\b", r"\bi'm not a fan\b",
     ],
     "implicit_pattern": [
-        # first person only: "what do people usually..." is a question, not a habit
-        r"\b(i|i'll|i'd|we) (usually|always|normally|typically|often|tend to)\b", r"\bevery time i\b",
-        r"\bas usual\b", r"\bas always\b", r"\blike last time\b", r"\blast few times\b", r"\bsame (story|as before|as always|old)\b",
-        r"\bnothing new\b", r"\bmy routine\b", r"\bmost of the time\b",
+        # "I usually ..." and "as usual" are gone with the builder's wrappers (see above)
+        r"\bevery time i\b",
+        r"\blike last time\b",
+        r"\bmost of the time\b",
         r"\bmy go-to\b", r"\bmy habit\b", r"\bregularly\b", r"\bsame as (before|always|last)\b",
     ],
 }
