@@ -1,6 +1,7 @@
 """Procedural text for evidence sessions and state mentions (the offline, deterministic writer).
 
-An evidence session has four turns. With the labelled turn at position 2: the user asks for a
+An evidence exchange has four turns (its session pads it with filler chat to a noise-like length,
+see noise.padded_length and noise.pad_session). With the labelled turn at position 2: the user asks for a
 past task of the scenario, the assistant offers a first attempt, the user reacts with the
 evidence (revision, complaint, statement or habit), the assistant acknowledges. At position 0
 the evidence opens the session together with the request.

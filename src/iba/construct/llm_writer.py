@@ -31,11 +31,13 @@ from iba.llm.base import Backend
 from iba.llm.structured import StructuredOutputError, complete_json
 from iba.types import Usage, stable_hash
 
+# How each Table 12 signal type shows, described abstractly: the writer is never handed stock
+# phrases (least of all the cue words the retrieval side looks for), so the evidence is worded freely.
 SIGNAL_INSTRUCTIONS = {
-    "explicit_revision": "you ask the assistant to redo or change its previous attempt so that it fits what you want.",
-    "complaint": "you complain, with strong feeling, about getting the opposite of what you want.",
-    "direct_statement": "you mention a concrete fact about yourself or your habits that makes it plain, in passing.",
-    "implicit_pattern": "you make the same choice you always make ('as usual', 'like last time'), as a habit.",
+    "explicit_revision": "you ask the assistant to adjust what it just gave you so that it fits what you want.",
+    "complaint": "you react with strong feeling to getting the opposite of what you want.",
+    "direct_statement": "you mention, in passing, a concrete fact about your life that makes it plain.",
+    "implicit_pattern": "you show it through what you keep doing: the choice you make each time, told as a routine, not as a rule.",
 }
 WRITE_TEMPERATURE = 0.7
 CATEGORY_HINTS = {"help": "a help request on an everyday topic", "chat": "light small talk"}
@@ -191,7 +193,8 @@ class LLMWriter:
             problems.append(f"assistant writer gave no valid JSON ({e}); replies are procedural")
             proc = self.fallback.texts(plan, session)
             reply = AssistantTurns(first=proc[1], second=proc[3])
-        return self._entry(session, [user.first, reply.first, user.second, reply.second], attempts, passed, problems)
+        core = [user.first, reply.first, user.second, reply.second]
+        return self._entry(session, self.fallback.pad(plan, session, core), attempts, passed, problems)
 
     async def _check(self, text: str, targets: list[str], avoid: list[str]) -> tuple[bool, str]:
         named = names_it(text, avoid)
@@ -210,7 +213,8 @@ class LLMWriter:
         return True, ""
 
     async def _chat(self, plan: PersonaPlan, session: SessionPlan, persona: str, mention: StateMention | None) -> dict[str, Any]:
-        n = session.n_turns
+        # a state mention is a four-turn exchange inside filler chat (see SessionPlan.offset)
+        n = session.n_turns if mention is None else 4
         if mention is not None:
             category, topic = "help", "an everyday question of your choice"
         else:
@@ -244,6 +248,8 @@ class LLMWriter:
             problems.append(f"attempt {attempts}: {reason}")
         if turns is None:
             return self._fallback_entry(plan, session, attempts, problems)
+        if mention is not None:
+            turns = self.fallback.pad(plan, session, turns)
         return self._entry(session, turns, attempts, passed, problems)
 
     # ------------------------------------------------------------------ records

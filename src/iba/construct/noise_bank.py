@@ -48,6 +48,11 @@ CHAT_TOPICS: tuple[str, ...] = (
     "a vintage camera I found", "the leaves piling up outside", "my dad's new hobby", "a long walk by the river",
 )
 GREETINGS: tuple[str, ...] = ("", "Hey! ", "Hi, ", "Morning! ", "Hello again. ", "Okay, ", "So, ", "Hey there, ", "Evening! ", "Quick one: ")
+# how a user turns to a new topic mid-session (instead of a greeting)
+TOPIC_CHANGES: tuple[str, ...] = (
+    "", "Different question: ", "Also, ", "Unrelated, but ", "Oh, and ", "While I have you, ", "Another thing: ",
+    "Switching topics, ", "Random one: ", "By the way, ",
+)
 HELP_OPENERS: tuple[str, ...] = (
     "do you know anything about {topic}?", "I need some help with {topic}.", "can you explain {topic} to me?",
     "I've been stuck on {topic} all morning.", "what's the deal with {topic}?", "any advice on {topic}?",
@@ -153,3 +158,45 @@ CLOSINGS_ASSISTANT: tuple[str, ...] = (
     "You're welcome!", "Anytime.", "Good luck with it!", "Glad I could help.", "Enjoy the rest of your day!",
     "Happy to help, see you.", "Let me know how it goes.", "Take care!", "No problem at all.", "Talk soon!",
 )
+
+# Context a user adds to an ordinary message (no preferences): noise user turns carry one or more
+# of these, so their length spreads like that of evidence turns (turn length is no tell).
+USER_ASIDES: tuple[str, ...] = (
+    "I've got a bit of a free afternoon for once, so I figured I'd finally look into it.",
+    "My neighbour brought it up over the fence this morning and now I can't stop thinking about it.",
+    "It came up at work today and nobody at the table seemed to know for sure.",
+    "I read half an article about it on the bus but got off before the interesting part.",
+    "The weather in {city} has been so grey this week that I'm stuck indoors anyway.",
+    "My brother and I went back and forth about it on the phone last night.",
+    "I'm asking partly out of curiosity and partly because it might matter next month.",
+    "Sorry if this is a basic question, it's been a long day.",
+    "I tried searching for it earlier but every page said something slightly different.",
+    "There's a good chance I'm overthinking this, to be honest.",
+    "A coworker swears she knows the answer, but I'd like a second opinion.",
+    "I've been meaning to ask about this for weeks and kept forgetting.",
+    "It's one of those things I feel like I should know by now.",
+    "The kids asked me at dinner and I had to admit I wasn't sure.",
+    "We're having people over on Saturday and it might come up.",
+    "I only have a few minutes before my next meeting, so the short version is fine.",
+    "There was a segment about it on the radio while I was driving through {city}.",
+    "My notes from last time are a mess, so bear with me.",
+    "I'm sitting in a café waiting for a friend who is running late.",
+    "It's not urgent at all, just something on my mind.",
+    "I wrote a few things down on a sticky note so I wouldn't forget to ask.",
+    "A friend sent me a long voice message about {topic} and I only half followed it.",
+    "I keep seeing {topic} mentioned everywhere lately.",
+    "I've had {topic} on my list of things to figure out for a while.",
+    "The last time I looked into {topic} I got distracted halfway through.",
+    "There's a meetup in {city} next week where I suspect it'll come up.",
+    "I just got back from a walk and had a few thoughts.",
+    "My phone is about to die, so I may drop off suddenly.",
+    "That's a lot to take in, but I think I'm following so far.",
+    "I'll probably have a couple more questions after this one.",
+    "Let me make sure I understand before I go and tell everyone.",
+    "I'm writing this from the train, so excuse any typos.",
+    "Someone in a forum said the opposite, which confused me.",
+    "My flatmate is listening in and has opinions, apparently.",
+    "I had no idea there was so much to it.",
+    "It's raining hard in {city} right now, which seems fitting somehow.",
+    "I'm on my lunch break, so there's a sandwich in one hand.",
+)  # keep the count prime (37): noise.with_asides strides through it

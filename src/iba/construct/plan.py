@@ -39,7 +39,7 @@ class EvidenceItem:
     topic: str  # the past task the session is about (never the instance's own topic)
     signal_type: str
     reveals: list[Reveal]
-    position: int  # index of the labelled turn inside its session
+    position: int  # index of the labelled turn inside its four-turn exchange (the session adds `offset`)
     window: tuple[float, float]  # allowed place in the history, as fractions of its span
     before: "StateSpan | None" = None  # must come before this state began (a habit the state overrides)
     turn_id: str = ""  # set by the layout
@@ -116,6 +116,9 @@ class SessionPlan:
     n_turns: int
     item: EvidenceItem | StateMention | None = None
     noise: NoiseSpec | None = None
+    # evidence and state sessions: their four-turn exchange starts at turn `offset`; the other
+    # turns are filler chat on `noise` (so these sessions are as long as noise sessions)
+    offset: int = 0
     day_window: tuple[int, int] = (0, 0)
     constrained: bool = False  # its window is narrower than the whole history
     day: int = -1
@@ -127,9 +130,9 @@ class SessionPlan:
     def labelled(self) -> int | None:
         """The index of this session's labelled (relevant) turn, if any."""
         if self.kind == "evidence":
-            return self.item.position  # type: ignore[union-attr]
+            return self.offset + self.item.position  # type: ignore[union-attr]
         if self.kind == "state" and self.item.active:  # type: ignore[union-attr]
-            return 0
+            return self.offset
         return None
 
 

@@ -16,6 +16,8 @@ from iba.construct.plan import InstancePlan, PersonaPlan, SessionPlan, StateSpan
 from iba.construct.rng import derive
 from iba.types import Persona, Scenario, Taxonomy
 
+# The exchange that carries an evidence turn or a state mention has four turns; its session is
+# padded with filler chat to a length drawn like noise sessions' (see noise.padded_length).
 EVIDENCE_SESSION_TURNS = 4
 STATE_SESSION_TURNS = 4
 
@@ -71,12 +73,18 @@ def plan_persona(
         instances.append(inst)
 
     sessions: list[SessionPlan] = []
+    pad_rng = derive(seed, persona.id, "pad")
+
+    def padded(key: str, kind: str, core: int, item) -> SessionPlan:
+        n, offset = noise.padded_length(pad_rng, core)
+        return SessionPlan(key=key, kind=kind, n_turns=n, item=item, offset=offset, noise=noise.noise_spec(pad_rng))  # type: ignore[arg-type]
+
     for inst in instances:
         for item in inst.evidence:
-            sessions.append(SessionPlan(key=item.key, kind="evidence", n_turns=EVIDENCE_SESSION_TURNS, item=item))
+            sessions.append(padded(item.key, "evidence", EVIDENCE_SESSION_TURNS, item))
     for span in spans:
         for m in span.mentions:
-            sessions.append(SessionPlan(key=m.key, kind="state", n_turns=STATE_SESSION_TURNS, item=m))
+            sessions.append(padded(m.key, "state", STATE_SESSION_TURNS, m))
     relevant = sum(s.labelled is not None for s in sessions)
     rng = derive(seed, persona.id, "noise")
     fixed_turns = sum(s.n_turns for s in sessions)

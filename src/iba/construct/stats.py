@@ -7,9 +7,12 @@ per domain and overall; S, D and P come from the taxonomy entries of the scenari
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from iba.construct.table2 import BINS, bin_of, empty_hist
 from iba.dataset import Dataset, dump_json
@@ -19,6 +22,105 @@ from iba.types import SIGNAL_TYPES, Taxonomy
 def _count_lines(path: Path) -> int:
     with path.open("rb") as f:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
+TELL_FEATURES = ("session_length", "turn_length", "time_of_day", "history_position", "session_position")
+TELL_LIMIT = 0.6  # a feature separating evidence from noise better than this is a tell
+
+
+def auc(pos: Any, neg: Any) -> float:
+    """ROC AUC of a score separating `pos` from `neg`: the Mann-Whitney U over |pos| x |neg|, from
+    average ranks (ties count one half). 1.0: every pos scores above every neg; 0.5: chance."""
+    pos, neg = np.asarray(pos, dtype=float), np.asarray(neg, dtype=float)
+    if len(pos) == 0 or len(neg) == 0:
+        return 0.5
+    x = np.concatenate([pos, neg])
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    # average rank (1-based) of each run of equal values
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    ends = np.r_[starts[1:], len(xs)]
+    avg = (starts + ends + 1) / 2.0
+    ranks = np.empty(len(x))
+    ranks[order] = np.repeat(avg, ends - starts)
+    u = ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2.0
+    return float(u / (len(pos) * len(neg)))
+
+
+def _turn_fields(path: Path) -> tuple[list[str], list[int], list[str], list[str], list[int]]:
+    """A history file's session ids (every turn), and for its user turns: their indices, ids,
+    timestamps and text lengths. Fast path: lines in the builder's format (Turn.model_dump_json:
+    id, session_id, timestamp, role, text) are split as strings, and only texts with escapes are
+    decoded; any other line is parsed as JSON."""
+    sids: list[str] = []
+    where: list[int] = []
+    ids: list[str] = []
+    stamps: list[str] = []
+    lengths: list[int] = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            parts = line.rstrip("\n").split('","', 4)
+            if len(parts) == 5 and parts[1].startswith('session_id":"') and parts[3].startswith('role":"') and parts[4].endswith('"}'):
+                sids.append(parts[1][13:])
+                if parts[3] != 'role":"user':
+                    continue
+                raw = parts[4][7:-2]
+                where.append(len(sids) - 1)
+                ids.append(parts[0][7:])
+                stamps.append(parts[2][12:])
+                lengths.append(len(json.loads(f'"{raw}"')) if "\\" in raw else len(raw))
+            else:
+                t = json.loads(line)
+                sids.append(t["session_id"])
+                if t["role"] == "user":
+                    where.append(len(sids) - 1)
+                    ids.append(t["id"])
+                    stamps.append(t["timestamp"])
+                    lengths.append(len(t["text"]))
+    return sids, where, ids, stamps, lengths
+
+
+def tell_aucs(root: str | Path, evidence: dict[str, set[str]]) -> dict[str, Any]:
+    """How well simple surface features tell evidence turns (`evidence`: user id -> turn ids the
+    answer key cites) from the other user turns of the histories, as max(AUC, 1 - AUC): 0.5 is
+    chance. Only user turns are compared (evidence turns are always the user's). Features: the
+    number of turns in the turn's session, the turn's length in characters, the hour of its
+    timestamp, its place in the history (0 first .. 1 last) and its index inside its session."""
+    feats: dict[str, list[list[np.ndarray]]] = {f: [[], []] for f in TELL_FEATURES}
+    for user, cited in sorted(evidence.items()):
+        path = Path(root) / "histories" / f"{user}.jsonl"
+        if not path.exists():
+            continue
+        sid, where, ids, stamps, lengths = _turn_fields(path)
+        n = len(sid)
+        if not n or not where:
+            continue
+        at = np.array(where)
+        first = np.r_[True, np.array([a != b for a, b in zip(sid[1:], sid[:-1])], dtype=bool)]
+        starts = np.flatnonzero(first)  # histories are in session order: a session is one run
+        sizes = np.diff(np.r_[starts, n])
+        run = (np.cumsum(first) - 1)[at]
+        is_ev = np.array([i in cited for i in ids], dtype=bool)
+        columns = {
+            "session_length": sizes[run],
+            "turn_length": np.array(lengths),
+            "time_of_day": np.array([int(t[11:13]) + int(t[14:16]) / 60 for t in stamps]),
+            "history_position": at / max(1, n - 1),
+            "session_position": at - starts[run],
+        }
+        for name, col in columns.items():
+            feats[name][0].append(col[is_ev])
+            feats[name][1].append(col[~is_ev])
+    out: dict[str, Any] = {}
+    n_pos = n_neg = 0
+    for name, (pos, neg) in feats.items():
+        p, q = (np.concatenate(pos) if pos else np.zeros(0)), (np.concatenate(neg) if neg else np.zeros(0))
+        a = auc(p, q)
+        out[name] = round(max(a, 1 - a), 4)
+        n_pos, n_neg = len(p), len(q)
+    return {"auc": out, "evidence_turns": n_pos, "noise_user_turns": n_neg, "limit": TELL_LIMIT}
 
 
 def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
@@ -107,6 +209,7 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None) -> dict[st
         "turns_per_relevant": round(total_turns / total_relevant, 2) if total_relevant else None,
         "turns_per_persona": round(total_turns / len(turns), 1) if turns else 0,
         "per_domain": domains_out,
+        "tells": tell_aucs(ds.root, relevant),
     }
 
 
@@ -140,4 +243,12 @@ def format_table2(stats: dict[str, Any]) -> str:
         f"dynamic checkpoint share {stats['dynamic_checkpoint_share']}; state-driven constraints {stats['state_constraints']}",
         f"signal types: {sig}",
     ]
+    tells = stats.get("tells")
+    if tells:
+        flagged = [k for k, v in tells["auc"].items() if v > tells["limit"]]
+        lines.append(
+            "tells (max(AUC, 1-AUC) of a feature separating evidence from other user turns; 0.5 = chance): "
+            + ", ".join(f"{k} {v:.3f}" for k, v in tells["auc"].items())
+            + (f"; above {tells['limit']}: {', '.join(flagged)}" if flagged else f"; all <= {tells['limit']}")
+        )
     return "\n".join(lines)
