@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "taxonomy": ("iba.taxonomy.cli", "show the shipped taxonomy (domains, scenarios, dimensions)"),
     "run": ("iba.run.run_cmd", "run agents on a dataset, store and score the actions"),
     "score": ("iba.eval.cli", "(re)score stored runs with judges, verifiers and slot matching"),
+    "judge-check": ("iba.eval.judge_check_cmd", "calibrate a judge on fixed cases with known verdicts (false-pass rate)"),
     "report": ("iba.report.cli", "tables, plots and an HTML report from stored runs"),
     "eval-retrieval": ("iba.retrieval.cli", "recall@k of gold evidence for each retrieval method"),
     "import": ("iba.adapters.cli", "import external data (PrefEval) as an IBA dataset"),

@@ -236,3 +236,9 @@ def test_ci_and_paired_tables_use_the_same_instances(report):
     want = m(*(RAG[k] - IBA[k] for k in ("w1", "w2", "d1")))
     assert rag_iba["n"] == "3" and float(rag_iba["diff"]) == pytest.approx(100 * want, abs=0.05)
     assert rag_iba["wins/losses/ties"] == "0/3/0"
+
+
+def test_judges_without_a_calibration_are_warned(report):
+    out, _ = report
+    md = (out / "judges.md").read_text()
+    assert "J1" in md and "WARNING" in md and "iba judge-check" in md

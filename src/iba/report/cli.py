@@ -86,7 +86,14 @@ def build_report(
     for name, _, png in figures:
         (out / name).write_bytes(png)
 
+    from iba.report.judges import judge_notes
+
+    # every LLM-judged figure sits beside its judge's calibration (iba judge-check) and a warning
+    # when the judge passes known violations, was never checked, or also ran as an agent model
+    notes = judge_notes(store_path, data.judge_scorers(), sorted({r.model for r in data.runs}))
+    atomic_write_text(out / "judges.md", "### Judges\n\n" + ("\n".join(f"- {n}" for n in notes) or "No LLM judges.") + "\n")
     md = ["# IBA report", ""] + [t.to_markdown() for t in all_tables]
+    md += ["### Judges", ""] + [f"- {n}" for n in notes] + [""]
     md += [f"![{caption}]({name})\n" for name, caption, _ in figures]
     atomic_write_text(out / "report.md", "\n".join(md))
 
@@ -102,6 +109,7 @@ def build_report(
         "QA runs": len(data.qa_runs),
         "instances unscored": f"{n_unscored} of {len(data.all_instances)}",
         "compared": data.left_out_note(),
+        "judge checks": " | ".join(notes) or "(no LLM judges)",
         "scores": "x100; instance score = slot mean (CallAPI) or the mean over judges of each judge's "
                   "mean over repeats of its checkpoint mean (Generate)",
     }
@@ -134,5 +142,8 @@ def main(args: argparse.Namespace) -> int:
         return 2
     table = args.out / "table4.md"
     print(table.read_text(encoding="utf-8"))
+    for line in (args.out / "judges.md").read_text(encoding="utf-8").splitlines():
+        if "WARNING" in line or "self-judging" in line:
+            print(line.removeprefix("- "), file=sys.stderr)
     print(f"report: {html}")
     return 0
