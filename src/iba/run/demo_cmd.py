@@ -52,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"[3/4] running {', '.join(cfg.agents)} and scoring -> {store_path}")
     with Store(store_path) as store:
         summary = asyncio.run(run_dataset(ds, backend, store, cfg, judges=judges))
-    print(f"      {summary.ok} ok, {summary.errored} errored, {summary.skipped} resumed; "
+    print(f"      {summary.ok} ok, {summary.failed} failed (scored 0), {summary.errored} errored, {summary.skipped} resumed; "
           f"{summary.usage.llm_calls} LLM calls")
     print("[4/4] writing the report")
     html = build_report(store_path, [data_dir], out / "report")
