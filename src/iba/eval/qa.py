@@ -133,21 +133,22 @@ def parse_choice_why(text: str, n_options: int, options: Sequence[str] | None = 
 def score_qa(text: str | None, key: AnswerKey, probe_id: str, *, run_key: str = "") -> ScoreRecord:
     """The "qa" ScoreRecord of one answered probe."""
     probe = next((p for p in key.qa if p.id == probe_id), None)
+    failure: str | None = None
     if probe is None:
         v = Verdict(target=probe_id, kind="qa", judge=JUDGE, passed=None,
                     rationale=f"no QA probe {probe_id!r} in the answer key of {key.instance_id}")
     else:
-        choice, failure = parse_choice_why(text or "", len(probe.options), probe.options)
+        choice, why = parse_choice_why(text or "", len(probe.options), probe.options)
         right = letters(len(probe.options))[probe.answer]
         if choice is None:
-            what = "several options named" if failure == "hedged_answer" else "no option could be read"
+            failure = why
+            what = "several options named" if why == "hedged_answer" else "no option could be read"
             v = Verdict(target=probe.id, kind="qa", judge=JUDGE, passed=False,
-                        rationale=f"{failure}: {what} in the answer, scored 0 (correct: {right})")
+                        rationale=f"{why}: {what} in the answer, scored 0 (correct: {right})")
         else:
             got = letters(len(probe.options))[choice]
             v = Verdict(target=probe.id, kind="qa", judge=JUDGE, passed=choice == probe.answer,
                         rationale=f"chose {got} ({probe.options[choice]!r}); correct: {right}")
     v = v.model_copy(update={"prompt_hash": prompts.template_hash(TEMPLATE)})
-    failure = v.rationale.split(":")[0] if v.rationale.startswith(("hedged_answer", "unparseable_answer")) else None
     return ScoreRecord(run_key=run_key, scorer=SCORER, repeat=0, verdicts=[v],
                        score=None if v.passed is None else float(v.passed), failure=failure)

@@ -90,6 +90,7 @@ async def score_record(
     failed = record.status == "failed" or (record.status == "ok" and record.action is None)
     errored = record.status == "errored"
     first = (record.error or "no action").splitlines()[0][:300]
+    failure = "agent_failed"
     if failed:
         why = f"agent failed: {first}"
         failure = "invalid_action" if first.startswith("invalid action") or record.action is not None else "agent_failed"

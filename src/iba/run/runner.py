@@ -94,9 +94,10 @@ def make_agent(spec: str, env: AgentEnv) -> Agent:
     return cls(env, **options)
 
 
-def _usage_of(action: Action | None) -> Usage:
+def _usage_of(action: Action | None, steps: Sequence[Any] = ()) -> Usage:
+    """Summed usage of an action's trace steps (or of `steps`, those an exception carried)."""
     u = Usage()
-    for step in action.trace if action else []:
+    for step in (action.trace if action else steps):
         u = u.add(Usage(llm_calls=step.llm_calls, prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens))
     return u
 
@@ -135,7 +136,7 @@ async def run_one(
         tb = traceback.format_exc(limit=3)
         error += "\n" + tb[-1500:]
         # the steps that ran before the exception (agents.trace attaches them): their calls count
-        usage = _usage_of(Action(kind="generate", text="", trace=getattr(e, "iba_trace", None) or []))
+        usage = _usage_of(None, getattr(e, "iba_trace", None) or [])
     return RunRecord(
         key=run_key(dataset, task.instance_id, spec, model, trial),
         run=cfg.run,
@@ -198,14 +199,15 @@ async def run_dataset(
     summary.planned = len(work)
     if cfg.retry_errored:
         summary.retried = store.drop_errored([run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]) for w in work])
-    todo = [w for w in work if not store.has_run(run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]))]
+    keys_of = [run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]) for w in work]
+    stored = {k for k in keys_of if store.has_run(k)}
+    todo = [w for w, k in zip(work, keys_of) if k not in stored]
     summary.skipped = len(work) - len(todo)
     if cfg.score:
         # Resume never loses scoring: a record stored before it was scored (a kill between the two
         # writes, or an earlier --no-score) is scored now; score_record skips what is stored.
-        for w in work:
-            k = run_key(did, w[1].instance_id, w[0], backend.model_id, w[2])
-            if store.has_run(k) and not store.has_any_score(k):
+        for k in keys_of:
+            if k in stored and not store.has_any_score(k):
                 rec = store.get_run(k)
                 if rec is not None and await score_stored(rec, by_id, keys, store, judges=judges,
                                                           judge_repeats=cfg.judge_repeats):
