@@ -259,6 +259,13 @@ def _pass_hat_k(data: ReportData, row: RowKey, k: int) -> float | None:
     return round(100 * sum(ok) / len(ok), 1)
 
 
+def _boot_p(p: float) -> float | str:
+    # 2,000 resamples cannot resolve a two-sided p below 2/2000: say so rather than print 0
+    from iba.report.intervals import N_BOOT
+
+    return f"<{2 / N_BOOT:g}" if p == 0 else round(p, 4)
+
+
 def paired_table(data: ReportData) -> Table | None:
     """Every pair of rows on the same instances: the difference, its paired bootstrap interval,
     wins/losses/ties and two paired tests (exact sign test, paired bootstrap)."""
@@ -275,7 +282,7 @@ def paired_table(data: ReportData) -> Table | None:
                 continue
             rows.append([f"{a.label} \u2212 {b.label}", res.diff.n, round(100 * res.diff.mean, 1),
                          f"[{100 * res.diff.lo:.1f}, {100 * res.diff.hi:.1f}]",
-                         f"{res.wins}/{res.losses}/{res.ties}", round(res.p_sign, 4), round(res.p_boot, 4)])
+                         f"{res.wins}/{res.losses}/{res.ties}", round(res.p_sign, 4), _boot_p(res.p_boot)])
     if not rows:
         return None
     return Table("paired", "Paired differences (same instances)",
