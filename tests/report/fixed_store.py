@@ -23,23 +23,35 @@ def _ev(user: str, idx: list[int], superseded: list[int] = ()) -> list[EvidenceL
                           timestamp=NOW, superseded=i in superseded) for i in idx + list(superseded)]
 
 
-def _cp(i: int, kind: str = "static", verifier: VerifierRef | None = None) -> Checkpoint:
-    return Checkpoint(id=f"c{i}", dimension=f"d{i}", dimension_name=f"Dimension {i}", value="v",
-                      expected=f"Requirement {i} holds.", kind=kind, evidence=[], verifier=verifier)
+def _cp(i: int, kind: str = "static", verifier: VerifierRef | None = None, value: str = "v",
+        evidence: list[str] = ()) -> Checkpoint:
+    return Checkpoint(id=f"c{i}", dimension=f"d{i}", dimension_name=f"Dimension {i}", value=value,
+                      expected=f"Requirement {i} holds.", kind=kind, evidence=list(evidence), verifier=verifier)
 
 
-def _slot(i: int, kind: str = "static") -> Slot:
-    return Slot(id=f"s{i}", param=f"p{i}", dimension=f"d{i}", value="v", accepted=["x"], kind=kind, evidence=[])
+def _slot(i: int, kind: str = "static", value: str = "v", evidence: list[str] = ()) -> Slot:
+    return Slot(id=f"s{i}", param=f"p{i}", dimension=f"d{i}", value=value, accepted=[value], kind=kind,
+                evidence=list(evidence))
 
 
+# each checkpoint/slot names its gold value and evidence turns (the attribution test reads them)
 KEYS = [
-    AnswerKey(instance_id="w1", checkpoints=[_cp(1, verifier=VerifierRef(id="has_table")), _cp(2, "dynamic")],
+    AnswerKey(instance_id="w1", checkpoints=[_cp(1, verifier=VerifierRef(id="has_table"), value="tables",
+                                                 evidence=["u1-t10"]),
+                                             _cp(2, "dynamic", value="formal_tone", evidence=["u1-t12"])],
               evidence=_ev("u1", [10, 12], superseded=[4]),
               qa=[QAProbe(id="q1", target="c1", question="How?", options=["table", "prose"], answer=0)]),
-    AnswerKey(instance_id="w2", checkpoints=[_cp(1), _cp(2), _cp(3, "dynamic")], evidence=_ev("u1", [20]),
+    AnswerKey(instance_id="w2", checkpoints=[_cp(1, value="short_entries", evidence=["u1-t20"]),
+                                             _cp(2, value="first_person", evidence=["u1-t20"]),
+                                             _cp(3, "dynamic", value="evening_reflection", evidence=["u1-t20"])],
+              evidence=_ev("u1", [20]),
               qa=[QAProbe(id="q2", target="c1", question="Which?", options=["x", "y"], answer=0)]),
-    AnswerKey(instance_id="d1", slots=[_slot(1), _slot(2, "dynamic"), _slot(3)], evidence=_ev("u2", [1, 3, 5])),
-    AnswerKey(instance_id="d2", slots=[_slot(1), _slot(2)], evidence=_ev("u2", [7, 9, 11, 13, 15, 17])),
+    AnswerKey(instance_id="d1", slots=[_slot(1, value="italian", evidence=["u2-t01"]),
+                                       _slot(2, "dynamic", value="mild", evidence=["u2-t03"]),
+                                       _slot(3, value="soft", evidence=["u2-t05"])],
+              evidence=_ev("u2", [1, 3, 5])),
+    AnswerKey(instance_id="d2", slots=[_slot(1, evidence=["u2-t07"]), _slot(2, evidence=["u2-t09"])],
+              evidence=_ev("u2", [7, 9, 11, 13, 15, 17])),
 ]
 TASKS = [
     TaskView(instance_id="w1", user_id="u1", domain="writing", scenario="technical_documentation",
@@ -74,8 +86,38 @@ VERDICTS = {
         "d2": [T, T],
     },
 }
+# agent -> instance -> (turn ids its searches returned, turn ids the reranker kept or None when the
+# agent has no rerank step, preference lines extracted or None when it has no extraction step)
+TRACES = {
+    "rag": {"w1": (["u1-t09", "u1-t10"], None, None), "w2": (["u1-t05"], None, None),
+            "d1": (["u2-t01", "u2-t02", "u2-t03"], None, None), "d2": ([], None, None)},
+    # iba's search found u1-t12 but the reranker dropped it: c2 of w1 is not counted as retrieved
+    "iba": {"w1": (["u1-t10", "u1-t12"], ["u1-t10"], [("format", "uses tables for specs")]),
+            "w2": (["u1-t20", "u1-t02"], ["u1-t20"], [("length", "short entries"), ("voice", "written in first person")]),
+            "d1": (["u2-t01", "u2-t03", "u2-t05"], ["u2-t01", "u2-t05"], [("cuisine", "Italian"), ("spice", "mild")]),
+            "d2": (["u2-t07"], ["u2-t07"], [])},
+    "iba?retrieval=false": {"w1": (["u1-t12"], None, []), "w2": (["u1-t03"], None, [("length", "short entries")]),
+                            "d1": (["u2-t03", "u2-t05"], None, []), "d2": ([], None, [])},
+}
 QA_ANSWERS = {"rag": {"q1": ("w1", "Answer: A", 1.0), "q2": ("w2", "B", 0.0)}}
 RESPONSE = "| a | b |\n|---|---|\n| 1 | 2 |\n<script>alert('x')</script>"
+
+
+def agent_trace(found: list[str], kept: list[str] | None, prefs: list[tuple[str, str]] | None) -> list[TraceStep]:
+    """The steps an agent records (agents/rag.py, agents/tools.py), with the same output shapes."""
+    steps = [TraceStep(step="similarity_retrieve", inputs={"k": 3},
+                       outputs=[{"chunk_id": f"ch{i}", "turn_ids": [t], "score": 0.5} for i, t in enumerate(found)])]
+    if kept is not None:
+        steps.append(TraceStep(step="rerank_salience", outputs={
+            "fallback": None, "scores": {}, "unscored": [],
+            "retained": [{"chunk_id": f"k{i}", "turn_ids": [t], "score": 0.5, "facets": []} for i, t in enumerate(kept)]}))
+    if prefs is not None:
+        current = [{"aspect": a, "value": v, "kind": "asked_for", "date": ""} for a, v in prefs]
+        steps.append(TraceStep(step="extract_preferences", prompt="agent_extract", llm_calls=1, outputs={
+            "extracted": {"preferences": current}, "resolved": {"current": current, "superseded": []}}))
+    steps.append(TraceStep(step="synthesize", prompt="rag_answer", prompt_hash="abcdef0123456789",
+                           llm_calls=2, prompt_tokens=100, completion_tokens=20, latency_s=1.5))
+    return steps
 
 
 def build(tmp: Path) -> tuple[Path, Path, str]:
@@ -99,13 +141,11 @@ def build(tmp: Path) -> tuple[Path, Path, str]:
                 t, k = tasks[iid], keys[iid]
                 rk = f"{agent}-{iid}"
                 errored = spec == "error"
+                trace = agent_trace(*TRACES[agent][iid])
                 if t.action == "generate":
-                    action = Action(kind="generate", text=RESPONSE,
-                                    trace=[TraceStep(step="retrieve", outputs=["turn 10"], llm_calls=0),
-                                           TraceStep(step="synthesize", prompt="rag_answer", prompt_hash="abcdef0123456789",
-                                                     llm_calls=2, prompt_tokens=100, completion_tokens=20, latency_s=1.5)])
+                    action = Action(kind="generate", text=RESPONSE, trace=trace)
                 else:
-                    action = Action(kind="call_api", api_name="order_food", params={"p1": "x"})
+                    action = Action(kind="call_api", api_name="order_food", params={"p1": "x"}, trace=trace)
                 store.put_run(RunRecord(
                     key=rk, run="main", dataset=did, instance_id=iid, user_id=t.user_id, domain=t.domain,
                     scenario=t.scenario, agent=agent, model="m", status="errored" if errored else "ok",

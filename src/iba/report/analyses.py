@@ -63,28 +63,34 @@ def by_constraints(data: ReportData, window: int = 2) -> Series:
     return out
 
 
+def target_passes(inst: Instance, run, judges) -> dict[str, float]:
+    """target (checkpoint or slot id) -> pass value in [0,1] for one trial: the mean over judges
+    (each the mean over its repeats) of the scored verdicts; CallAPI: the slot verdict. Targets
+    with no scored verdict are absent. Figure 5(c) and the attribution table share this rule."""
+    wanted = None if judges is None else {j if j.startswith("judge:") else f"judge:{j}" for j in judges}
+    # target -> judge scorer (or "slots") -> verdict values over repeats
+    per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in inst.scores.get(run.key, []):
+        use = r.scorer == "slots" if inst.kind == "call_api" else (
+            r.scorer.startswith("judge:") and (wanted is None or r.scorer in wanted))
+        if not use:
+            continue
+        for v in r.verdicts:
+            if v.passed is not None:
+                per[v.target][r.scorer].append(float(v.passed))
+    return {t: mean(mean(v) for v in by_judge.values()) for t, by_judge in per.items()}  # type: ignore[misc]
+
+
 def _target_values(inst: Instance, judges) -> list[tuple[str, float]]:
     """(kind static|dynamic, pass value in [0,1]) per scored target of each trial."""
     if inst.key is None:
         return []
     kinds = {c.id: c.kind for c in inst.key.checkpoints} | {s.id: s.kind for s in inst.key.slots}
-    wanted = None if judges is None else {j if j.startswith("judge:") else f"judge:{j}" for j in judges}
     out = []
     for run in inst.trials:
-        recs = inst.scores.get(run.key, [])
-        # target -> judge scorer (or "slots") -> verdict values over repeats
-        per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        for r in recs:
-            use = r.scorer == "slots" if inst.kind == "call_api" else (
-                r.scorer.startswith("judge:") and (wanted is None or r.scorer in wanted))
-            if not use:
-                continue
-            for v in r.verdicts:
-                if v.passed is not None:
-                    per[v.target][r.scorer].append(float(v.passed))
-        for target, by_judge in per.items():
+        for target, value in target_passes(inst, run, judges).items():
             if target in kinds:
-                out.append((kinds[target], mean(mean(v) for v in by_judge.values())))  # type: ignore[arg-type]
+                out.append((kinds[target], value))
     return out
 
 
@@ -194,5 +200,5 @@ def _short(scorer: str) -> str:
     return scorer.removeprefix("judge:")
 
 
-__all__ = ["by_evidence", "by_constraints", "static_dynamic", "qa_vs_task", "series_table", "series_records",
+__all__ = ["target_passes", "by_evidence", "by_constraints", "static_dynamic", "qa_vs_task", "series_table", "series_records",
            "agreement_table"]

@@ -3,13 +3,17 @@
 `build_report` is the entry point other commands call (`iba demo`); it writes into out_dir:
   table4.md/.csv          per-domain scores (Table 4 shape), cells.csv with n and unscored per cell,
                           left_out.csv: instances outside the same-instance comparison, and why
+  ci.md/.csv, paired.md/.csv  overall score with 95% bootstrap interval; paired differences
+  attribution.md/.csv     per checkpoint/slot: gold evidence kept x applied, and the retrieved ->
+                          named -> applied funnel (with answer keys); attribution_targets.csv per target
   scenarios.md/.csv       per-scenario breakdown
   table5.md/.csv          ablation deltas (when agent specs with options sit beside the plain spec)
   table9*.md/.csv         mean ± sample sd over replicates (when judges repeat or agents have trials)
   agreement.md/.csv       judge agreement (when several judges or repeats exist)
   cost.md/.csv            LLM calls, tokens, wall time per agent x model
   fig4_domains.png, fig5a_evidence.png, fig5b_constraints.png, fig5c_static_dynamic.png,
-  fig5d_qa_vs_task.png    (each only when it has data; fig5*.csv hold the plotted numbers)
+  fig5d_qa_vs_task.png    (each only when it has data; fig4/fig5*.csv hold the plotted numbers;
+                          fig4's bars carry the ci table's 95% bootstrap intervals)
   report.md               every table in one file
   report.html             one self-contained page (tables, figures, per-instance drill-down)
 """
@@ -59,6 +63,10 @@ def build_report(
         atomic_write_text(out / f"{t.name}.md", t.to_markdown())
         atomic_write_text(out / f"{t.name}.csv", t.to_csv())
     atomic_write_text(out / "cells.csv", records_to_csv(tables.table4_cells(data)))
+    if any(t.name == "attribution" for t in all_tables):
+        from iba.report.attribution import attribute, target_records
+
+        atomic_write_text(out / "attribution_targets.csv", records_to_csv(target_records(attribute(data))))
     atomic_write_text(out / "left_out.csv", records_to_csv(data.left_out) if data.left_out
                       else "row,dataset,instance_id,why\n")
 
@@ -71,12 +79,19 @@ def build_report(
         ("fig5d_qa_vs_task", "(d) QA accuracy vs task score (knowledge-to-action gap)", analyses.qa_vs_task(data),
          "bar", ""),
     ]
-    t4 = tables.table4(data)
-    domain_series = {row[0]: {c: (v, 0) for c, v in zip(t4.columns[1:-1], row[1:-1])} for row in t4.rows}
+    # fig4: Table 4's scores with the ci table's 95% bootstrap intervals (one rule: score_bars)
+    domain_series, domain_ci = tables.score_bars(data)
+    if data.compared:
+        atomic_write_text(out / "fig4_domains.csv", records_to_csv([
+            {"row": label, "x": x, "value": v, "lo": domain_ci[label].get(x, (None, None))[0],
+             "hi": domain_ci[label].get(x, (None, None))[1], "n": n}
+            for label, pts in domain_series.items() for x, (v, n) in pts.items()]))
     figures: list[tuple[str, str, bytes]] = []
-    png = plots.bar_plot(domain_series, "Score by domain")
+    png = plots.bar_plot(domain_series, "Score by domain and overall (95% bootstrap intervals)",
+                         intervals=domain_ci)
     if png:
-        figures.append(("fig4_domains.png", "Score by domain (Table 4)", png))
+        figures.append(("fig4_domains.png", "Score by domain and overall, with 95% bootstrap intervals "
+                        "(Table 4, ci table)", png))
     for name, caption, s, kind, xlabel in series:
         if s:
             atomic_write_text(out / f"{name}.csv", records_to_csv(analyses.series_records(s)))

@@ -1,5 +1,6 @@
 """The paper's tables from stored runs: Table 4 (domains), per scenario, Table 5 (ablations),
-Table 9 (mean ± sd over replicates) and the cost and effort summary.
+Table 9 (mean ± sd over replicates), the cost and effort summary, and the uncertainty tables
+(bootstrap intervals, paired differences); the attribution table lives in attribution.py.
 
 Every score is an instance score from `iba.eval.aggregate.instance_score` (mean over trials),
 shown x100 with one decimal. Rows are compared on the same instances (the
@@ -10,12 +11,16 @@ say how many instances were left out and why (errored, unscored, not run: left_o
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from iba.eval.aggregate import mean, replicate_score
 from iba.eval.panel import mean_sd
 from iba.eval.qa import split_qa_id
 from iba.report.data import Instance, ReportData, RowKey
 from iba.report.table import Delta, MeanSd, Table
+
+if TYPE_CHECKING:
+    from iba.report.intervals import Interval
 
 OVERALL = "Overall"
 
@@ -228,16 +233,32 @@ def _overall_scores(data: ReportData) -> dict[RowKey, dict[tuple[str, str], floa
     return out
 
 
-def ci_table(data: ReportData) -> Table:
-    """Overall score per row with a 95% percentile-bootstrap interval over instances."""
+def score_intervals(data: ReportData) -> dict[RowKey, dict[str, Interval | None]]:
+    """row -> {domain short name or Overall: 95% percentile-bootstrap interval of the mean
+    instance score over the row's compared instances (None: no instance)}. The ci table prints the
+    Overall entries and fig4 draws all of them, so the plot and the table cannot disagree."""
     from iba.report.intervals import bootstrap_ci
 
-    scores = _overall_scores(data)
+    domain_of = {(i.dataset, i.instance_id): i.domain for i in data.compared}
+    by_row = _overall_scores(data)
+    out: dict[RowKey, dict[str, Interval | None]] = {}
+    for row in data.rows:
+        scores = by_row[row]
+        cells = {data.short(d): bootstrap_ci([s for k, s in scores.items() if domain_of[k] == d])
+                 for d in data.domains()}
+        cells[OVERALL] = bootstrap_ci(list(scores.values()))
+        out[row] = cells
+    return out
+
+
+def ci_table(data: ReportData) -> Table:
+    """Overall score per row with a 95% percentile-bootstrap interval over instances."""
+    intervals = score_intervals(data)
     k = max((len(i.trials) for i in data.compared), default=1)
     rows = []
     for row in data.rows:
-        ci = bootstrap_ci(list(scores[row].values()))
-        line = [row.label, len(scores[row]), None if ci is None else round(100 * ci.mean, 1),
+        ci = intervals[row][OVERALL]
+        line = [row.label, 0 if ci is None else ci.n, None if ci is None else round(100 * ci.mean, 1),
                 None if ci is None else f"[{100 * ci.lo:.1f}, {100 * ci.hi:.1f}]"]
         if k > 1:
             line.append(_pass_hat_k(data, row, k))
@@ -248,6 +269,18 @@ def ci_table(data: ReportData) -> Table:
                       + (f"pass^{k} (as in tau-bench): share x100 of instances whose {k} trials all score "
                          "1.0 (every checkpoint or slot satisfied). " if k > 1 else "")
                       + data.left_out_note(), rank_columns=[], cell_format=lambda v: f"{v:g}")
+
+
+def score_bars(data: ReportData) -> tuple[dict[str, dict[str, tuple[float | None, int]]],
+                                          dict[str, dict[str, tuple[float, float]]]]:
+    """What fig4 draws: (series {row label: {domain or Overall: (score x100, n)}}, intervals
+    {row label: {same x: (lo x100, hi x100)}}), from `score_intervals`."""
+    series: dict[str, dict[str, tuple[float | None, int]]] = {}
+    bounds: dict[str, dict[str, tuple[float, float]]] = {}
+    for row, cells in score_intervals(data).items():
+        series[row.label] = {x: (None, 0) if ci is None else (100 * ci.mean, ci.n) for x, ci in cells.items()}
+        bounds[row.label] = {x: (100 * ci.lo, 100 * ci.hi) for x, ci in cells.items() if ci is not None}
+    return series, bounds
 
 
 def _pass_hat_k(data: ReportData, row: RowKey, k: int) -> float | None:
@@ -293,10 +326,15 @@ def paired_table(data: ReportData) -> Table | None:
 
 
 def all_tables(data: ReportData) -> list[Table]:
+    from iba.report.attribution import attribution_table
+
     out = [table4(data), ci_table(data)]
     pt = paired_table(data)
     if pt is not None:
         out.append(pt)
+    at = attribution_table(data)
+    if at is not None:
+        out.append(at)
     out.append(scenario_table(data))
     abl = ablation_table(data)
     if abl is not None:
@@ -307,4 +345,5 @@ def all_tables(data: ReportData) -> list[Table]:
 
 
 __all__: list[str] = ["table4", "table4_cells", "scenario_table", "ablation_table", "table9", "cost_table",
-                      "ci_table", "paired_table", "all_tables"]
+                      "ci_table", "score_intervals", "score_bars", "paired_table",
+                      "all_tables"]

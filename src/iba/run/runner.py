@@ -58,6 +58,7 @@ class RunSummary:
     failed: int = 0  # the agent's own failures: stored, scored 0
     errored: int = 0  # infrastructure faults: stored unscored; `--retry-errored` runs them again
     rescored: int = 0  # stored records that had no scores yet (a killed run, --no-score) and got them
+    elsewhere: int = 0  # claimed or stored by another process on the same store while this one ran
     usage: Usage = field(default_factory=Usage)
     wall_s: float = 0.0
     errors: list[str] = field(default_factory=list)
@@ -199,6 +200,7 @@ async def run_dataset(
     summary.planned = len(work)
     if cfg.retry_errored:
         summary.retried = store.drop_errored([run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]) for w in work])
+    store.sweep_claims()  # a killed run's claims must not outlive it
     keys_of = [run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]) for w in work]
     stored = {k for k in keys_of if store.has_run(k)}
     todo = [w for w, k in zip(work, keys_of) if k not in stored]
@@ -228,28 +230,45 @@ async def run_dataset(
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
     bar = tqdm(total=len(todo), desc=f"run {cfg.run}", unit="task", disable=not cfg.progress)
 
+    # a claim outlives the action's timeout and its scoring; after that another process may take it
+    claim_ttl = cfg.timeout_s + 900.0
+
     async def one(spec: str, task: TaskView, trial: int) -> None:
         async with sem:
-            if task.user_id not in histories:
-                histories[task.user_id] = ds.history(task.user_id)
-            rec = await run_one(
-                agent_for(spec, trial), spec, task, histories[task.user_id],
-                dataset=did, model=backend.model_id, trial=trial, cfg=cfg,
-            )
-            store.put_run(rec)
-            summary.usage = summary.usage.add(rec.usage)
-            if rec.status == "ok":
-                summary.ok += 1
-            elif rec.status == "failed":
-                summary.failed += 1
-                summary.errors.append(f"{rec.instance_id} [{spec}] failed: {rec.error.splitlines()[0] if rec.error else ''}")
-            else:
-                summary.errored += 1
-                summary.errors.append(f"{rec.instance_id} [{spec}]: {rec.error.splitlines()[0] if rec.error else ''}")
-            if cfg.score:
-                await score_stored(rec, by_id, keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
+            key = run_key(did, task.instance_id, spec, backend.model_id, trial)
+            if not store.claim(key, claim_ttl):  # another process runs it (or just stored it)
+                summary.elsewhere += 1
+                bar.update(1)
+                return
+            try:
+                await _run_claimed(spec, task, trial)
+            finally:
+                store.release(key)
+
+    async def _run_claimed(spec: str, task: TaskView, trial: int) -> None:
+        if task.user_id not in histories:
+            histories[task.user_id] = ds.history(task.user_id)
+        rec = await run_one(
+            agent_for(spec, trial), spec, task, histories[task.user_id],
+            dataset=did, model=backend.model_id, trial=trial, cfg=cfg,
+        )
+        if not store.put_run(rec):  # another process stored it first (its claim had expired)
+            summary.elsewhere += 1
             bar.update(1)
-            bar.set_postfix(ok=summary.ok, failed=summary.failed, errored=summary.errored)
+            return
+        summary.usage = summary.usage.add(rec.usage)
+        if rec.status == "ok":
+            summary.ok += 1
+        elif rec.status == "failed":
+            summary.failed += 1
+            summary.errors.append(f"{rec.instance_id} [{spec}] failed: {rec.error.splitlines()[0] if rec.error else ''}")
+        else:
+            summary.errored += 1
+            summary.errors.append(f"{rec.instance_id} [{spec}]: {rec.error.splitlines()[0] if rec.error else ''}")
+        if cfg.score:
+            await score_stored(rec, by_id, keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
+        bar.update(1)
+        bar.set_postfix(ok=summary.ok, failed=summary.failed, errored=summary.errored)
 
     try:
         await asyncio.gather(*(one(*w) for w in todo))

@@ -4,12 +4,20 @@
 one ScoreRecord per (run key, scorer, repeat), so the same runs can be re-scored by other judges
 without re-running agents. Rows are never updated in place: a key already present is skipped.
 WAL mode lets a report read while a run writes.
+
+`claims` lets several `iba run` processes share one store without doing the same work twice: a
+process claims a key before it runs it and drops the claim once the record is stored. A claim whose
+process is gone (same host, pid not alive) or that outlived its deadline is taken over, so a killed
+run never blocks its own resume.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,7 +43,34 @@ CREATE TABLE IF NOT EXISTS scores (
     record TEXT NOT NULL,
     PRIMARY KEY (run_key, scorer, repeat)
 );
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    expires REAL NOT NULL
+);
 """
+
+
+class StoreError(RuntimeError):
+    """The store file cannot be used (not an SQLite database, unreadable, locked for too long)."""
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_alive(owner: str) -> bool:
+    """False only when the claim's process is known to be gone (same host, no such pid)."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's claim: trust its deadline
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class Store:
@@ -43,9 +78,14 @@ class Store:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        self.owner = _owner()
+        try:
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: cannot be used as a result store ({e}); "
+                             "give --store a new path or an SQLite file written by iba") from None
 
     def close(self) -> None:
         self._db.close()
@@ -93,6 +133,36 @@ class Store:
                  rec.status, rec.model_dump_json()),
             )
             return cur.rowcount == 1
+
+    # ---------------------------------------------------------------- claims (several processes)
+    def claim(self, key: str, ttl_s: float) -> bool:
+        """Take `key` for this process unless it is stored or another live process holds it."""
+        now = time.time()
+        with self._lock, self._db:
+            # BEGIN IMMEDIATE: the check and the write are one step for every process on the file
+            self._db.execute("BEGIN IMMEDIATE")
+            if self._db.execute("SELECT 1 FROM runs WHERE key=?", (key,)).fetchone():
+                return False
+            row = self._db.execute("SELECT owner, expires FROM claims WHERE key=?", (key,)).fetchone()
+            if row and row[0] != self.owner and row[1] > now and _owner_alive(row[0]):
+                return False
+            self._db.execute("INSERT OR REPLACE INTO claims VALUES (?,?,?)", (key, self.owner, now + ttl_s))
+            return True
+
+    def sweep_claims(self) -> int:
+        """Drop claims left behind: of stored keys, past their deadline, or of dead processes."""
+        now = time.time()
+        with self._lock, self._db:
+            rows = self._db.execute("SELECT key, owner, expires FROM claims").fetchall()
+            stored = {k for (k,) in self._db.execute(
+                "SELECT c.key FROM claims c JOIN runs r ON r.key = c.key").fetchall()}
+            stale = [k for k, owner, exp in rows if k in stored or exp <= now or not _owner_alive(owner)]
+            self._db.executemany("DELETE FROM claims WHERE key=?", [(k,) for k in stale])
+            return len(stale)
+
+    def release(self, key: str) -> None:
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM claims WHERE key=? AND owner=?", (key, self.owner))
 
     def runs(self, run: str | None = None) -> Iterator[RunRecord]:
         sql, args = "SELECT record FROM runs", ()
