@@ -1,4 +1,5 @@
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from iba.agents.base import AgentError
-from iba.agents.external import ExternalAgent
+from iba.agents.external import ExternalAgent, child_argv, child_env
 from tests.agents.helpers import API_TASK, TEXT_TASK, env, small_history
 from tests.fakes import ScriptedBackend
 
@@ -131,3 +132,94 @@ async def test_http_errors_carry_the_body(tmp_path, failing_server):
         await _agent(tmp_path, url=failing_server).act(TEXT_TASK, small_history())
     with pytest.raises(AgentError, match="unreachable"):
         await _agent(tmp_path, url="http://127.0.0.1:9/act", timeout="2").act(TEXT_TASK, [])
+
+
+# ---------------------------------------------------------------- what the command can see
+
+SEEN = """
+import json, os, sys
+fds = {}
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        fds[fd] = os.readlink("/proc/self/fd/" + fd)
+    except OSError:
+        pass
+json.load(sys.stdin)
+seen = {"argv": sys.argv, "cwd": os.getcwd(), "files": os.listdir("."), "env": dict(os.environ), "fds": fds}
+print(json.dumps({"kind": "generate", "text": json.dumps(seen)}))
+"""
+
+
+@pytest.fixture
+def dataset_dir(tmp_path):
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    (ds / "answer_key.jsonl").write_text('{"instance_id": "x"}\n')
+    return ds
+
+
+async def _seen(tmp_path, monkeypatch, ds, **opts) -> dict:
+    (tmp_path / "spy.py").write_text(SEEN)
+    monkeypatch.chdir(ds)  # IBA started from the dataset directory: the worst case
+    action = await _agent(tmp_path, cmd="python ../spy.py", **opts).act(TEXT_TASK, small_history())
+    return json.loads(action.text)
+
+
+async def test_command_gets_no_secrets_and_no_way_to_the_dataset(tmp_path, monkeypatch, dataset_dir):
+    for name, value in {"OPENAI_API_KEY": "sk-iba-test-SECRET-123", "HF_TOKEN": "hf_SECRET", "GITHUB_TOKEN": "ghp_SECRET",
+                        "DATABASE_URL": "postgres://me:SECRET@db/x", "IBA_DATASET": str(dataset_dir),
+                        "OLDPWD": str(dataset_dir), "KEEP_ME": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
+        monkeypatch.setenv(name, value)
+    # an inheritable descriptor on the answer key, as a careless parent might hold
+    fd = os.open(dataset_dir / "answer_key.jsonl", os.O_RDONLY)
+    os.set_inheritable(fd, True)
+    try:
+        seen = await _seen(tmp_path, monkeypatch, dataset_dir)
+    finally:
+        os.close(fd)
+    env = seen["env"]
+    assert not {"OPENAI_API_KEY", "HF_TOKEN", "GITHUB_TOKEN", "DATABASE_URL", "IBA_DATASET", "OLDPWD"} & set(env)
+    assert env["KEEP_ME"] == "1" and env["TOKENIZERS_PARALLELISM"] == "false" and env["PATH"] == os.environ["PATH"]
+    assert "SECRET" not in json.dumps(seen)
+    assert str(dataset_dir) not in json.dumps(seen)  # not in argv, env, cwd or any open descriptor
+    assert seen["argv"][0] == str(tmp_path / "spy.py")  # the relative path was resolved before leaving IBA's cwd
+    assert seen["files"] == [] and env["PWD"] == seen["cwd"] and seen["cwd"] != str(dataset_dir)
+    assert not os.path.exists(seen["cwd"])  # the private directory went with the process
+    assert set(seen["fds"]) <= {"0", "1", "2", "3"}  # stdio and the listing's own descriptor
+
+
+async def test_pass_env_lets_named_variables_through(tmp_path, monkeypatch, dataset_dir):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-passed")
+    monkeypatch.setenv("HF_TOKEN", "hf_kept_back")
+    seen = await _seen(tmp_path, monkeypatch, dataset_dir, pass_env="OPENAI_API_KEY")
+    assert seen["env"]["OPENAI_API_KEY"] == "sk-passed" and "HF_TOKEN" not in seen["env"]
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "API_KEY", "HF_TOKEN", "GITHUB_TOKEN",
+                                  "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "PGPASSWORD",
+                                  "SSH_AUTH_SOCK", "GOOGLE_APPLICATION_CREDENTIALS", "openai_api_key"])
+def test_secret_looking_names_are_dropped(name):
+    assert name not in child_env({name: "x", "HOME": "/home/u"}, cwd="/tmp/w")
+
+
+@pytest.mark.parametrize("name", ["PATH", "HOME", "LANG", "TOKENIZERS_PARALLELISM", "CUDA_VISIBLE_DEVICES",
+                                  "OPENAI_BASE_URL", "KEYBOARD_LAYOUT"])
+def test_ordinary_names_are_kept(name):
+    assert child_env({name: "x"}, cwd="/tmp/w")[name] == "x"
+
+
+def test_argv_resolves_existing_relative_paths_only(tmp_path):
+    (tmp_path / "agent.py").write_text("")
+    argv = child_argv("python agent.py --mode fast ./missing.txt", str(tmp_path))
+    assert argv == [sys.executable, str(tmp_path / "agent.py"), "--mode", "fast", "./missing.txt"]
+
+
+async def test_private_directory_is_removed_after_a_timeout(tmp_path, monkeypatch):
+    import tempfile
+
+    made = []
+    real = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda **kw: made.append(real(**kw)) or made[-1])
+    with pytest.raises(AgentError, match="timed out"):
+        await _agent(tmp_path, cmd=_script(tmp_path, "import time; time.sleep(30)"), timeout="1").act(TEXT_TASK, [])
+    assert made and not os.path.exists(made[0])

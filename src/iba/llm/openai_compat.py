@@ -7,6 +7,13 @@ JSON output, by what the server accepts (the first rejection switches this backe
   1. response_format {"type": "json_object", "schema": ...}  (llama.cpp server: grammar-enforced)
   2. response_format {"type": "json_schema", ...}              (OpenAI, vLLM; llama-cpp-python answers 500)
   3. no response_format; the schema is stated in the prompt     (callers validate, as always)
+
+Faults are retried (bounded, backoff, Retry-After) and end as the ModelCallError subclass that
+names them (iba.llm.retry): timeout, rate_limited (429), server_error (5xx), connection (refused,
+dropped, a body cut short), bad_response (not JSON, not a chat completion), truncated (the server
+stopped the reply before max_tokens: finish_reason "length" with fewer completion tokens than
+asked for; a reply that used all of max_tokens is the caller's limit and is returned as is),
+rejected (other 4xx, not retried).
 """
 
 from __future__ import annotations
@@ -34,6 +41,14 @@ PLACEHOLDER_KEY = "sk-no-key"  # local servers ignore the key, but the SDK insis
 
 class _FormatRejected(Exception):
     """The server refused our response_format; try the next JSON mode."""
+
+
+class _BadResponse(Exception):
+    """The server answered 200 with something that is not a chat completion."""
+
+
+class _Truncated(Exception):
+    """The server ended the reply early (finish_reason "length" short of max_tokens)."""
 
 
 def _is_local(base_url: str) -> bool:
@@ -189,14 +204,21 @@ class OpenAICompatBackend(Backend):
             if mode in ("json_object_schema", "json_schema") and e.status_code in (400, 422, 500, 501):
                 raise _FormatRejected(f"HTTP {e.status_code}") from None
             raise
-        return self._completion(resp, tools)
+        except json.JSONDecodeError as e:  # the SDK parses a JSON content-type body without checking it
+            raise _BadResponse(f"the reply body is not valid JSON ({e.msg} at char {e.pos})") from None
+        return self._completion(resp, tools, request["max_tokens"])
 
-    def _completion(self, resp: Any, tools: list[ToolSpec] | None) -> Completion:
-        if not resp.choices:
-            raise ValueError("the server returned no choices")
-        choice = resp.choices[0]
-        msg = choice.message
-        text = msg.content or ""
+    def _completion(self, resp: Any, tools: list[ToolSpec] | None, max_tokens: int) -> Completion:
+        if isinstance(resp, str):  # the SDK hands back the text of a non-JSON content-type
+            raise _BadResponse(f"the reply is not JSON: {resp[:200]!r}")
+        try:
+            choice = resp.choices[0]
+            msg = choice.message
+            text = msg.content or ""
+            finish = choice.finish_reason
+        except (AttributeError, IndexError, KeyError, TypeError):
+            # the SDK builds the response without validating it: a JSON body of another shape lands here
+            raise _BadResponse("the reply is JSON but not a chat completion (no choices[0].message)") from None
         calls: list[ToolCall] = []
         unparsed: list[str] = []
         for i, tc in enumerate(msg.tool_calls or []):
@@ -213,16 +235,23 @@ class OpenAICompatBackend(Backend):
         if tools and not calls and text:
             # Servers without tool parsing return the model's Hermes-format calls as plain text.
             text, calls = parse_text_tool_calls(text, [t.name for t in tools])
-        usage = resp.usage
+        usage = getattr(resp, "usage", None)
         prompt_tokens = getattr(usage, "prompt_tokens", None) or 0
         completion_tokens = getattr(usage, "completion_tokens", None) or 0
+        if finish == "length" and 0 < int(completion_tokens) < max_tokens:
+            # Not our max_tokens: the server (its context, a limit, a proxy) cut the reply. Returning
+            # it would score a mutilated answer as the agent's own.
+            raise _Truncated(
+                f"the server stopped the reply after {completion_tokens} of max_tokens={max_tokens} tokens "
+                "(finish_reason=length)"
+            )
         return Completion(
             text=text,
             tool_calls=calls,
             prompt_tokens=int(prompt_tokens),
             completion_tokens=int(completion_tokens),
             model=self.model_id,
-            finish_reason="tool_calls" if calls else choice.finish_reason,
+            finish_reason="tool_calls" if calls else finish,
         )
 
     def _client_for_this_loop(self) -> Any:
@@ -258,11 +287,30 @@ def _with_schema_instruction(msgs: list[dict[str, Any]], schema: dict[str, Any])
 def _classify(exc: BaseException) -> Verdict:
     import openai
 
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
-        return Verdict(retryable=True)
+    if isinstance(exc, _BadResponse):
+        return Verdict(retryable=True, reason="bad_response")  # a gateway's garbage is usually transient
+    if isinstance(exc, _Truncated):
+        return Verdict(retryable=True, reason="truncated")
+    if isinstance(exc, openai.APITimeoutError):  # before its base class, APIConnectionError
+        return Verdict(retryable=True, reason="timeout")
+    if isinstance(exc, openai.APIConnectionError):
+        # The SDK says only "Connection error."; the transport error says what happened
+        # (refused, "Server disconnected without sending a response", a body cut short).
+        cause = exc.__cause__ or exc.__context__
+        detail = f"{type(cause).__name__}: {cause}" if cause is not None else None
+        return Verdict(retryable=True, reason="connection", detail=detail)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         retryable = status in (408, 409, 429) or status >= 500
+        if status == 429:
+            reason = "rate_limited"
+        elif status == 408:
+            reason = "timeout"
+        else:
+            reason = "server_error" if retryable else "rejected"
         headers = getattr(getattr(exc, "response", None), "headers", None)
-        return Verdict(retryable=retryable, retry_after=parse_retry_after(headers) if retryable else None)
+        return Verdict(retryable=retryable, retry_after=parse_retry_after(headers) if retryable else None,
+                       reason=reason, detail=f"HTTP {status}")
+    if isinstance(exc, openai.APIResponseValidationError):
+        return Verdict(retryable=True, reason="bad_response")
     return Verdict(retryable=False)

@@ -2,12 +2,16 @@
 
 A backend passes a `classify(exc)` that says whether an error is worth another try and how long
 the server asked us to wait. After `max_retries` retries (so max_retries + 1 attempts) the last
-error becomes an LLMError naming the model; secrets are scrubbed from the message.
+error becomes an LLMError naming the model; secrets are scrubbed from the message. When the
+classifier names the fault (`Verdict.reason`), the error is the ModelCallError subclass for it, so
+callers and tests can tell a timeout from a 429 without parsing text; the reason is in the message
+too, which is what the run store keeps.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import re
 import time
@@ -19,6 +23,7 @@ from typing import Any, TypeVar
 from iba.llm.base import LLMError
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # Provider keys look like sk-..., sk-proj-...; scrub anything key-shaped even if it is not ours
 # (servers echo partial keys: "Incorrect API key provided: sk-abc***xyz").
@@ -29,6 +34,57 @@ _KEY_SHAPED = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-\*\.]{6,}")
 class Verdict:
     retryable: bool
     retry_after: float | None = None  # seconds the server asked for, if it did
+    reason: str | None = None  # a key of FAULTS; None: a plain LLMError
+    detail: str | None = None  # what happened, when the exception's own text does not say
+
+
+class ModelCallError(LLMError):
+    """A model call that failed for a named infrastructure reason (after its retries, if retryable).
+
+    `reason` is one of FAULTS' keys; `attempts` how many requests were sent; `status` the HTTP
+    status, if there was one. Still an LLMError: the runner records the item as errored."""
+
+    reason = "error"
+
+    def __init__(self, message: str, *, attempts: int = 1, status: int | None = None) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.status = status
+
+
+class ModelTimeout(ModelCallError):
+    reason = "timeout"
+
+
+class ModelRateLimited(ModelCallError):
+    reason = "rate_limited"
+
+
+class ModelServerError(ModelCallError):
+    reason = "server_error"
+
+
+class ModelConnectionError(ModelCallError):
+    reason = "connection"
+
+
+class ModelBadResponse(ModelCallError):
+    reason = "bad_response"
+
+
+class ModelTruncated(ModelCallError):
+    reason = "truncated"
+
+
+class ModelRequestRejected(ModelCallError):
+    reason = "rejected"
+
+
+FAULTS: dict[str, type[ModelCallError]] = {
+    c.reason: c
+    for c in (ModelTimeout, ModelRateLimited, ModelServerError, ModelConnectionError, ModelBadResponse,
+              ModelTruncated, ModelRequestRejected)
+}
 
 
 @dataclass
@@ -126,10 +182,28 @@ async def call_with_retries(
         except Exception as exc:  # noqa: BLE001 - every provider error ends as an LLMError
             verdict = classify(exc)
             if not verdict.retryable or attempt > policy.max_retries:
-                what = "failed" if not verdict.retryable else f"failed after {attempt} attempts"
-                # `from None`: the chained provider exception may carry request headers.
-                raise LLMError(f"{model_id}: request {what}: {describe(exc, secrets)}") from None
-            wait = policy.delay(attempt, verdict.retry_after)
-            if on_retry is not None:
-                on_retry(attempt, wait, exc)
-            await policy.sleep(wait)
+                final = _final_error(exc, verdict, attempt, model_id, secrets)
+            else:
+                final = None
+                wait = policy.delay(attempt, verdict.retry_after)
+                if on_retry is not None:
+                    on_retry(attempt, wait, exc)
+                else:  # a run that slows down should say why (redacted: logs are outputs too)
+                    log.warning("%s: %s (%s); retry %d/%d in %.1fs", model_id, verdict.reason or "error",
+                                type(exc).__name__, attempt, policy.max_retries, wait)
+        if final is not None:
+            # Raised outside the except block: neither __cause__ nor __context__ keeps the provider
+            # exception, which may carry the request and its Authorization header.
+            raise final
+        await policy.sleep(wait)
+
+
+def _final_error(exc: BaseException, verdict: Verdict, attempts: int, model_id: str, secrets: list[str | None]) -> LLMError:
+    what = "failed" if not verdict.retryable else f"failed after {attempts} attempts"
+    if verdict.reason is None:
+        return LLMError(f"{model_id}: request {what}: {describe(exc, secrets)}")
+    why = verdict.reason + (f", {redact(verdict.detail, secrets)}" if verdict.detail else "")
+    status = getattr(exc, "status_code", None)
+    cls = FAULTS.get(verdict.reason, ModelCallError)
+    return cls(f"{model_id}: request {what} ({why}): {describe(exc, secrets)}", attempts=attempts,
+               status=status if isinstance(status, int) else None)
