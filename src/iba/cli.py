@@ -61,6 +61,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
+    except Exception as e:
+        # a bad dataset file reaching any command is the user's to fix: its message names the
+        # file and line, a traceback would only hide it. Anything else is a bug: let it show.
+        from iba.dataset import DatasetError
+
+        if isinstance(e, DatasetError):
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        raise
 
 
 if __name__ == "__main__":

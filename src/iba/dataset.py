@@ -3,14 +3,22 @@
 Layout: manifest.json, personas.jsonl, histories/<user_id>.jsonl, instances.jsonl (TaskViews),
 answer_key.jsonl (hidden), stats.json. Every bad record is reported with its file and line.
 Writes go to a temporary file and are renamed into place, so a crash never leaves half a file.
+
+Limits on what is read (see README "Dataset limits"): a turn's text longer than MAX_TURN_CHARS is
+truncated with TRUNCATION_MARKER and a warning naming file:line; a history past MAX_HISTORY_TURNS
+turns or MAX_HISTORY_CHARS characters is an error. Both sit far above the full benchmark (its
+largest histories are ~4,400 short turns, well under a million characters), so they only stop
+corrupt or hostile files from handing a huge string to embedding and retrieval.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
@@ -20,6 +28,14 @@ from pydantic import BaseModel, ValidationError
 from iba.types import AnswerKey, Manifest, Persona, TaskView, Turn
 
 M = TypeVar("M", bound=BaseModel)
+
+log = logging.getLogger(__name__)
+
+MAX_TURN_CHARS = 100_000
+MAX_HISTORY_TURNS = 100_000
+MAX_HISTORY_CHARS = 20_000_000
+TRUNCATION_MARKER = " [... truncated by iba: turn longer than {limit} characters]"
+MAX_PROBLEMS_SHOWN = 20
 
 
 class DatasetError(ValueError):
@@ -44,54 +60,266 @@ def write_jsonl(path: Path, records: Iterable[BaseModel]) -> int:
     return len(lines)
 
 
+def read_jsonl_lines(path: Path, model: type[M]) -> Iterator[tuple[int, M]]:
+    """(line number, record) for every non-blank line; any problem is a DatasetError naming file:line."""
+    try:
+        f = path.open("rb")  # bytes: a bad byte is reported with its line, not as a UnicodeDecodeError
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: file not found") from None
+    except OSError as e:  # a directory, no permission, ...
+        raise DatasetError(f"{path}: cannot read: {e.strerror or e}") from None
+    with f:
+        try:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    # utf-8-sig on line 1: editors on Windows prepend a byte-order mark
+                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                except UnicodeDecodeError as e:
+                    raise DatasetError(
+                        f"{path}:{lineno}: not valid UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1}); "
+                        "save the file as UTF-8"
+                    ) from None
+                if not line.strip():
+                    continue
+                try:
+                    record = model.model_validate_json(line)
+                except ValidationError as e:
+                    first = e.errors()[0]
+                    loc = ".".join(str(x) for x in first["loc"]) or "(record)"
+                    raise DatasetError(f"{path}:{lineno}: invalid {model.__name__}: {loc}: {first['msg']}") from None
+                yield lineno, record
+        except OSError as e:
+            raise DatasetError(f"{path}: read failed: {e.strerror or e}") from None
+
+
 def read_jsonl(path: Path, model: type[M]) -> Iterator[M]:
-    if not path.exists():
-        raise DatasetError(f"{path}: file not found")
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield model.model_validate_json(line)
-            except ValidationError as e:
-                first = e.errors()[0]
-                loc = ".".join(str(x) for x in first["loc"]) or "(record)"
-                raise DatasetError(f"{path}:{lineno}: invalid {model.__name__}: {loc}: {first['msg']}") from None
+    for _, record in read_jsonl_lines(path, model):
+        yield record
+
+
+def _instant(ts: str) -> datetime | None:
+    """An ISO 8601 timestamp as a comparable naive UTC datetime (naive ones are taken as they are)."""
+    try:
+        dt = datetime.fromisoformat(ts)
+    except ValueError:
+        return None
+    return dt.astimezone(timezone.utc).replace(tzinfo=None) if dt.tzinfo else dt
 
 
 class Dataset:
-    """A dataset directory. The answer key is loaded only through `answer_key()` (evaluator side)."""
+    """A dataset directory. The answer key is loaded only through `answer_keys()` (evaluator side).
+
+    `check()` validates the whole directory before a run; `warnings` collects what was repaired
+    while reading (truncated turns), each also logged once.
+    """
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         if not (self.root / "manifest.json").exists():
             raise DatasetError(f"{self.root}: not an IBA dataset (no manifest.json); build one with `iba build`")
+        self.warnings: list[str] = []
+        self._lines: dict[tuple[str, str], int] = {}  # (file name, record id) -> line, for check() messages
+
+    def _line(self, name: str, key: str) -> int | str:
+        return self._lines.get((name, key), "?")  # "?" for a record passed in, not read from the file
+
+    def _warn(self, message: str) -> None:
+        if message not in self.warnings:  # histories are re-read per run; say it once
+            self.warnings.append(message)
+            log.warning("warning: %s", message)
 
     @cached_property
     def manifest(self) -> Manifest:
         path = self.root / "manifest.json"
         try:
-            return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+            text = path.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise DatasetError(f"{path}: not valid UTF-8 (byte offset {e.start}); save the file as UTF-8") from None
+        except OSError as e:
+            raise DatasetError(f"{path}: cannot read: {e.strerror or e}") from None
+        try:
+            return Manifest.model_validate_json(text)
         except ValidationError as e:
-            raise DatasetError(f"{path}:1: invalid Manifest: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}") from None
+            first = e.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"]) or "(record)"
+            raise DatasetError(f"{path}: invalid Manifest: {loc}: {first['msg']}") from None
 
     @property
     def name(self) -> str:
         return self.manifest.name
 
+    def _unique(self, name: str, model: type[M], field: str) -> list[M]:
+        """The records of `name`, with a repeated `field` an error at its second line (a dict
+        keyed by it would silently keep one of the two)."""
+        path = self.root / name
+        seen: dict[str, int] = {}
+        out: list[M] = []
+        for lineno, record in read_jsonl_lines(path, model):
+            key = getattr(record, field)
+            if key in seen:
+                raise DatasetError(f"{path}:{lineno}: duplicate {field} {key!r} (first on line {seen[key]})")
+            seen[key] = lineno
+            out.append(record)
+        self._lines.update({(name, k): n for k, n in seen.items()})
+        return out
+
     @cached_property
     def instances(self) -> list[TaskView]:
-        return list(read_jsonl(self.root / "instances.jsonl", TaskView))
+        return self._unique("instances.jsonl", TaskView, "instance_id")
 
     @cached_property
     def personas(self) -> dict[str, Persona]:
-        return {p.id: p for p in read_jsonl(self.root / "personas.jsonl", Persona)}
+        return {p.id: p for p in self._unique("personas.jsonl", Persona, "id")}
+
+    def history_path(self, user_id: str) -> Path:
+        # the id comes from the data: it must not reach outside histories/ (or hold a NUL byte)
+        if not user_id or user_id in (".", "..") or any(c in user_id for c in "/\\\0"):
+            raise DatasetError(f"user id {user_id!r} cannot name a history file (histories/<user_id>.jsonl)")
+        return self.root / "histories" / f"{user_id}.jsonl"
 
     def history(self, user_id: str) -> list[Turn]:
-        return list(read_jsonl(self.root / "histories" / f"{user_id}.jsonl", Turn))
+        """The user's turns, checked: unique ids, chronological order, within the size limits."""
+        path = self.history_path(user_id)
+        turns: list[Turn] = []
+        seen: dict[str, int] = {}
+        total = 0
+        prev: tuple[datetime, int] | None = None
+        for lineno, turn in read_jsonl_lines(path, Turn):
+            if turn.id in seen:
+                raise DatasetError(f"{path}:{lineno}: duplicate turn id {turn.id!r} (first on line {seen[turn.id]})")
+            seen[turn.id] = lineno
+            when = _instant(turn.timestamp)
+            if when is None:
+                raise DatasetError(f"{path}:{lineno}: timestamp {turn.timestamp!r} is not ISO 8601 (e.g. 2025-01-31T09:00:00)")
+            # out of order is an error, not a silent sort: the builder writes histories in order,
+            # so a later turn stamped earlier means a corrupt or hand-edited file
+            if prev is not None and when < prev[0]:
+                raise DatasetError(
+                    f"{path}:{lineno}: timestamp {turn.timestamp} is earlier than line {prev[1]}'s; "
+                    "a history must be in chronological order"
+                )
+            prev = (when, lineno)
+            if len(turn.text) > MAX_TURN_CHARS:
+                self._warn(f"{path}:{lineno}: turn {turn.id!r} has {len(turn.text):,} characters; "
+                           f"truncated to {MAX_TURN_CHARS:,}")
+                turn = turn.model_copy(update={"text": turn.text[:MAX_TURN_CHARS] + TRUNCATION_MARKER.format(limit=f"{MAX_TURN_CHARS:,}")})
+            total += len(turn.text)
+            if len(turns) >= MAX_HISTORY_TURNS or total > MAX_HISTORY_CHARS:
+                raise DatasetError(
+                    f"{path}:{lineno}: history exceeds the limit of {MAX_HISTORY_TURNS:,} turns or "
+                    f"{MAX_HISTORY_CHARS:,} characters (see README, Dataset limits)"
+                )
+            turns.append(turn)
+        return turns
 
     def answer_keys(self) -> dict[str, AnswerKey]:
-        return {k.instance_id: k for k in read_jsonl(self.root / "answer_key.jsonl", AnswerKey)}
+        return {k.instance_id: k for k in self._unique("answer_key.jsonl", AnswerKey, "instance_id")}
+
+    def check(self, instances: Iterable[TaskView] | None = None, *, answer_key: bool = True) -> list[str]:
+        """Check the dataset before any agent runs; raise DatasetError listing every problem found.
+
+        All files' records must parse; every instance's user must be a persona and its scenario
+        known (against the shipped taxonomy when the dataset was built from it). For `instances`
+        (default: all), each user's history must be readable and valid, and with `answer_key` each
+        instance must have an answer key whose evidence turn ids are in that user's history.
+        Returns the warnings (repairs made while reading).
+        """
+        problems: list[str] = []
+        try:
+            self.manifest
+        except DatasetError as e:
+            problems.append(str(e))
+        all_tasks = self.instances  # nothing else can be checked without them: raise as is
+        try:
+            personas = self.personas
+        except DatasetError as e:
+            problems.append(str(e))
+            personas = None
+        inst = self.root / "instances.jsonl"
+        if personas is not None:
+            for t in all_tasks:
+                if t.user_id not in personas:
+                    problems.append(f"{inst}:{self._line('instances.jsonl', t.instance_id)}: instance "
+                                    f"{t.instance_id!r}: unknown user {t.user_id!r} (not in personas.jsonl)")
+        problems += self._check_scenarios(all_tasks)
+        tasks = all_tasks if instances is None else list(instances)
+
+        turn_ids: dict[str, set[str] | None] = {}
+        for user in dict.fromkeys(t.user_id for t in tasks):
+            try:
+                turn_ids[user] = {turn.id for turn in self.history(user)}
+            except DatasetError as e:
+                problems.append(str(e))
+                turn_ids[user] = None
+
+        if answer_key:
+            try:
+                keys = self.answer_keys()
+            except DatasetError as e:
+                problems.append(str(e))
+                keys = None
+            if keys is not None:
+                problems += self._check_keys(tasks, keys, turn_ids)
+                known = {t.instance_id for t in all_tasks}
+                extra = [k for k in keys if k not in known]
+                if extra:
+                    self._warn(f"{self.root / 'answer_key.jsonl'}: {len(extra)} answer key(s) for instances not in "
+                               f"instances.jsonl (first: {extra[0]!r} on line {self._line('answer_key.jsonl', extra[0])})")
+        if problems:
+            shown = problems[:MAX_PROBLEMS_SHOWN]
+            more = len(problems) - len(shown)
+            raise DatasetError(
+                f"dataset {self.root} failed its check ({len(problems)} problem{'s' if len(problems) > 1 else ''}):\n  "
+                + "\n  ".join(shown) + (f"\n  ... and {more} more" if more > 0 else "")
+            )
+        return list(self.warnings)
+
+    def _check_scenarios(self, tasks: list[TaskView]) -> list[str]:
+        """Scenario ids against the shipped taxonomy, when this dataset was built from that version.
+        Imported datasets (e.g. PrefEval) have their own scenario ids: nothing to check them against."""
+        from iba.taxonomy import load_taxonomy
+
+        version = self.manifest.taxonomy_version if "manifest" in self.__dict__ else None
+        if version is None or not version.startswith("iba-taxonomy/"):
+            return []
+        taxonomy = load_taxonomy()
+        if version != taxonomy.version:
+            self._warn(f"{self.root / 'manifest.json'}: built with taxonomy {version}, not the installed "
+                       f"{taxonomy.version}; scenario ids not checked")
+            return []
+        domains = {s.id: s.domain for s in taxonomy.scenarios()}
+        out = []
+        inst = self.root / "instances.jsonl"
+        for t in tasks:
+            where = f"{inst}:{self._line('instances.jsonl', t.instance_id)}: instance {t.instance_id!r}"
+            if t.scenario not in domains:
+                out.append(f"{where}: unknown scenario {t.scenario!r} (not in taxonomy {version}; "
+                           "`iba taxonomy` lists them)")
+            elif t.domain != domains[t.scenario]:
+                out.append(f"{where}: scenario {t.scenario!r} is in domain {domains[t.scenario]!r}, not {t.domain!r}")
+        return out
+
+    def _check_keys(self, tasks: list[TaskView], keys: dict[str, AnswerKey],
+                    turn_ids: dict[str, set[str] | None]) -> list[str]:
+        out = []
+        path = self.root / "answer_key.jsonl"
+        for t in tasks:
+            key = keys.get(t.instance_id)
+            if key is None:
+                out.append(f"{path}: no answer key for instance {t.instance_id!r} "
+                           f"(instances.jsonl:{self._line('instances.jsonl', t.instance_id)})")
+                continue
+            ids = turn_ids.get(t.user_id)
+            if ids is None:  # the history itself is broken: already reported
+                continue
+            refs = ([(f"checkpoint {c.id!r}", e) for c in key.checkpoints for e in c.evidence]
+                    + [(f"slot {s.id!r}", e) for s in key.slots for e in s.evidence]
+                    + [("evidence", e.turn_id) for e in key.evidence])
+            for what, turn_id in refs:
+                if turn_id not in ids:
+                    out.append(f"{path}:{self._line('answer_key.jsonl', t.instance_id)}: {what} of instance "
+                               f"{t.instance_id!r} cites turn {turn_id!r}, which is not in histories/{t.user_id}.jsonl")
+        return out
 
 
 def write_dataset(

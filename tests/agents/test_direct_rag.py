@@ -60,7 +60,7 @@ async def test_empty_text_is_an_error_not_an_answer(tmp_path):
 
 
 def test_unknown_option_is_rejected(tmp_path):
-    with pytest.raises(ValueError, match="bad options for agent 'direct'"):
+    with pytest.raises(ValueError, match=r"agent direct: unknown option 'colour' \(allowed: max_tokens, "):
         DirectAgent(env(ScriptedBackend([]), tmp_path), colour="blue")
 
 

@@ -43,3 +43,30 @@ def test_score_command_errors(tmp_path, capsys):
     ds, store = runs_only_store(tmp_path)
     assert main(["score", str(store), "--dataset", str(tmp_path / "nope"), "--judges", "none"]) == 2
     assert "not an IBA dataset" in capsys.readouterr().err
+
+
+def test_default_judge_is_the_strongest_installed(tmp_path, capsys, monkeypatch):
+    from iba.llm import models
+
+    installed: set[str] = set()
+    monkeypatch.setattr(models, "is_installed", lambda name: name in installed)
+    assert models.strongest_installed_judge() is None
+    installed.add("qwen2.5-coder-0.5b")
+    assert models.strongest_installed_judge() == "local:qwen2.5-coder-0.5b"
+    installed.add("qwen2.5-coder-1.5b")
+    assert models.strongest_installed_judge() == "local:qwen2.5-coder-1.5b"
+    # nothing installed: `iba score` says what to do instead of falling back to a model it cannot load
+    installed.clear()
+    ds, store = runs_only_store(tmp_path)
+    assert main(["score", str(store), "--dataset", str(ds), "--quiet"]) == 2
+    assert "no packaged judge model is installed" in capsys.readouterr().err
+
+
+def test_is_installed_reads_the_real_packages():
+    import pytest
+
+    from iba.llm.models import is_installed
+
+    assert is_installed("smollm2-135m")  # installed by `make install`
+    with pytest.raises(KeyError):
+        is_installed("no-such-model")

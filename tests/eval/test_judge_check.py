@@ -123,3 +123,12 @@ async def test_real_small_judge_fails_at_least_one_known_violation(local_backend
     scored_violations = [o for o in r.outcomes if not o.expected and o.passed is not None]
     assert scored_violations, "the judge scored none of the known violations"
     assert any(o.passed is False for o in scored_violations), f"passed every known violation: {r.model_dump_json()}"
+
+
+@pytest.mark.slow
+async def test_real_1p5b_judge_fails_known_violations(coder_1p5b_backend):
+    # the default judge of `iba score` must be able to say no: some known violations fail
+    r = await judge_check(coder_1p5b_backend, build_cases(8, seed=42), concurrency=1)
+    scored_violations = [o for o in r.outcomes if not o.expected and o.passed is not None]
+    assert scored_violations, "the judge scored none of the known violations"
+    assert any(o.passed is False for o in scored_violations), f"passed every known violation: {r.model_dump_json()}"

@@ -43,13 +43,20 @@ class Agent(ABC):
 
 
 def parse_agent_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """'iba?retrieval=false&reranker=rules' -> ('iba', {'retrieval': 'false', 'reranker': 'rules'})."""
+    """'iba?retrieval=false&reranker=rules' -> ('iba', {'retrieval': 'false', 'reranker': 'rules'}).
+
+    ValueError (naming the spec) for no name, a part without '=', an empty key or a repeated key;
+    whether the options exist is the agent's to say (`parse_options`)."""
     name, _, query = spec.partition("?")
+    if not name.strip():
+        raise ValueError(f"agent spec {spec!r} has no agent name (e.g. direct, rag, iba?retrieval=false)")
     options: dict[str, str] = {}
     for part in filter(None, query.split("&")):
         key, eq, value = part.partition("=")
-        if not eq:
-            raise ValueError(f"agent option {part!r} in {spec!r} must be key=value")
+        if not eq or not key:
+            raise ValueError(f"agent {name}: option {part!r} in {spec!r} must be key=value")
+        if key in options:  # the last would silently win
+            raise ValueError(f"agent {name}: option {key!r} given twice in {spec!r}")
         options[key] = value
     return name, options
 
@@ -66,10 +73,20 @@ class AgentUnavailable(AgentError):
 
 
 def parse_options(model: type[BaseModel], options: dict[str, Any], agent: str) -> Any:
-    """Validate an agent's spec options against its pydantic options model (unknown keys are errors)."""
+    """Validate an agent's spec options against its pydantic options model; every agent calls this,
+    so all share one message: "agent direct: unknown option 'bogus' (allowed: ...)"."""
     try:
         return model.model_validate(options)
     except ValidationError as e:
-        known = ", ".join(model.model_fields)
-        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
-        raise ValueError(f"bad options for agent {agent!r}: {problems} (options: {known})") from None
+        allowed = ", ".join(model.model_fields)
+        problems = []
+        for err in e.errors():
+            key = ".".join(map(str, err["loc"]))
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                problems.append(f"unknown option {key!r}")
+            elif key:
+                problems.append(f"option {key}={options.get(err['loc'][0], err.get('input'))!s}: {msg}")
+            else:  # a check across options (e.g. external: exactly one of cmd or url)
+                problems.append(msg)
+        raise ValueError(f"agent {agent}: {'; '.join(problems)} (allowed: {allowed})") from None

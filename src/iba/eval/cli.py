@@ -14,15 +14,14 @@ from pathlib import Path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from iba.llm import DEFAULT_MODEL
-
     p.add_argument("store", type=Path, help="result store written by `iba run` (SQLite)")
     p.add_argument("--dataset", action="append", type=Path, required=True, dest="datasets", metavar="DIR",
                    help="dataset directory the runs were made on (repeatable); its answer key is read here")
     p.add_argument("--run", action="append", dest="runs", metavar="NAME", help="only this run name (repeatable; default: all)")
-    p.add_argument("--judges", default=DEFAULT_MODEL,
-                   help=f"comma-separated judge model strings for Generate(text) checkpoints (default: {DEFAULT_MODEL}); "
-                   "'none' = verifiers, slots and QA only")
+    p.add_argument("--judges", default="best",
+                   help="comma-separated judge model strings for Generate(text) checkpoints; 'best' (default) = the "
+                   "strongest packaged model installed (local:qwen2.5-coder-1.5b, else the 0.5B, which passes many "
+                   "known violations: see `iba judge-check`); 'none' = verifiers, slots and QA only")
     p.add_argument("--judge-repeats", type=int, default=1, help="repeated judging per checkpoint, seed+r each (default: 1)")
     p.add_argument("--judge-temperature", type=float, default=None,
                    help="judge sampling temperature (default: 0 for one repeat, 0.7 for several)")
@@ -102,6 +101,16 @@ def main(args: argparse.Namespace) -> int:
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.judges == "best":
+        from iba.llm.models import strongest_installed_judge
+
+        best = strongest_installed_judge()
+        if best is None:
+            print("error: no packaged judge model is installed; run `make install` or give --judges MODEL",
+                  file=sys.stderr)
+            return 2
+        print(f"judge: {best} (the strongest installed; --judges to choose)", file=sys.stderr)
+        args.judges = best
     try:
         judges = [] if args.judges == "none" else [
             backend_from_args(m.strip(), args)

@@ -16,7 +16,7 @@ def extract_json_object(text: str) -> dict[str, Any]:
     for cand in candidates:
         try:
             value = json.loads(cand)
-        except ValueError:
+        except (ValueError, RecursionError):  # deep nesting raises RecursionError: unparseable too
             continue
         if isinstance(value, dict):
             return value
@@ -25,7 +25,7 @@ def extract_json_object(text: str) -> dict[str, Any]:
     for m in re.finditer(r"\{", text):
         try:
             value, _ = decoder.raw_decode(text, m.start())
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             return value

@@ -196,6 +196,23 @@ def package_files(name: str) -> list[Path]:
     return [package_file(imp, rel, model) for _, imp, rel in model.packages]
 
 
+# strongest first: the judge `iba score` uses unless told otherwise (iba judge-check measures them)
+JUDGE_PREFERENCE = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
+
+
+def is_installed(name: str) -> bool:
+    try:
+        package_files(name)
+    except ModelNotInstalledError:
+        return False
+    return True
+
+
+def strongest_installed_judge() -> str | None:
+    """'local:<name>' of the strongest packaged judge model that is installed, or None."""
+    return next((f"local:{n}" for n in JUDGE_PREFERENCE if is_installed(n)), None)
+
+
 def model_path(name: str, cache_dir: str | Path | None = None) -> Path:
     """Local GGUF path for a packaged model name (e.g. 'qwen2.5-coder-0.5b'), ready to load.
 

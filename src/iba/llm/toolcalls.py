@@ -101,7 +101,7 @@ def _call_from_json(blob: str, tool_names: list[str], index: int) -> ToolCall | 
         if not isinstance(obj, dict) or obj.get("name") not in tool_names:
             return None
         args = parse_arguments(obj.get("arguments", obj.get("parameters", {})))
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting raises RecursionError: not a call either
         return None
     return ToolCall(id=f"call_{index}", name=obj["name"], arguments=args)
 

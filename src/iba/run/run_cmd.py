@@ -4,10 +4,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 from pathlib import Path
 
 from iba.llm import DEFAULT_MODEL
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (0 or a negative count would run nothing, or quietly drop items)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
 
 
 def add_backend_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,7 +46,7 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk LLM response cache")
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
                    help="LLM response cache and retrieval index cache (default: .iba-cache)")
-    p.add_argument("--call-timeout", type=float, default=600.0,
+    p.add_argument("--call-timeout", type=positive_float, default=600.0,
                    help="seconds one model call may take (default 600: an 8k-token prompt on the embedded "
                    "0.5B model takes minutes on 2 cores); a call past it is errored, not retried, on local models")
 
@@ -44,23 +67,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_backend_arguments(p)
     p.add_argument("--store", type=Path, default=Path("runs/iba.sqlite"), help="result store (SQLite; default: runs/iba.sqlite)")
     p.add_argument("--run", default="default", help="run name, to tell runs apart in reports (default: default)")
-    p.add_argument("--trials", type=int, default=1, help="repeated agent trials per instance (default: 1)")
+    p.add_argument("--trials", type=positive_int, default=1, help="repeated agent trials per instance (default: 1)")
     p.add_argument("--seed", type=int, default=42, help="seed (trial t uses seed+t; default 42, as in the paper)")
-    p.add_argument("--limit", type=int, default=None, help="run only the first N selected instances")
+    p.add_argument("--limit", type=positive_int, default=None, help="run only the first N selected instances")
     p.add_argument("--domain", action="append", dest="domains", help="only this domain id (repeatable)")
     p.add_argument("--scenario", action="append", dest="scenarios", help="only this scenario id (repeatable)")
-    p.add_argument("--concurrency", type=int, default=1,
+    p.add_argument("--concurrency", type=positive_int, default=1,
                    help="instances in flight at once (the embedded model serialises anyway; raise it for servers)")
     p.add_argument("--qa", action="store_true", help="also ask each instance's multiple-choice QA probes (knowledge-to-action gap)")
-    p.add_argument("--qa-per-instance", type=int, default=None, help="with --qa: at most N probes per instance")
+    p.add_argument("--qa-per-instance", type=positive_int, default=None, help="with --qa: at most N probes per instance")
     p.add_argument("--judges", default="same",
                    help="comma-separated judge model strings for Generate(text) checkpoints; 'same' = the run's "
                    "model (default), 'none' = verifiers and slot matching only")
     p.add_argument("--retry-errored", action="store_true",
                    help="run again the selected instances whose stored record is errored (e.g. after a timeout)")
-    p.add_argument("--judge-repeats", type=int, default=1, help="repeated judging per checkpoint (default: 1)")
+    p.add_argument("--judge-repeats", type=positive_int, default=1, help="repeated judging per checkpoint (default: 1)")
     p.add_argument("--no-score", action="store_true", help="store actions only; score later with `iba score`")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds per agent action before it is errored")
+    p.add_argument("--timeout", type=positive_float, default=900.0, help="seconds per agent action before it is errored")
     p.add_argument("--embedder", default="minilm", help="retrieval embedder (default: minilm = all-MiniLM-L6-v2, offline)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -78,10 +101,31 @@ def judge_backends(spec: str, run_backend, args) -> list:
     return out
 
 
+def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None) -> str | None:
+    """Why --domain/--scenario select nothing that exists (a typo would otherwise run 0 instances)."""
+    for flag, wanted, have in (("--domain", domains, {t.domain for t in ds.instances}),
+                               ("--scenario", scenarios, {t.scenario for t in ds.instances})):
+        unknown = [v for v in wanted or [] if v not in have]
+        if unknown:
+            return (f"argument {flag}: {unknown[0]!r} is not in this dataset "
+                    f"(allowed: {', '.join(sorted(have))})")
+    return None
+
+
+def check_embedder(name: str) -> str | None:
+    """An unknown --embedder would fail inside every retrieving agent's act, as errored records."""
+    from iba import registry
+
+    known = registry.names("embedders")
+    base = name.partition("?")[0]
+    return None if base in known else f"argument --embedder: unknown embedder {base!r} (allowed: {', '.join(known)})"
+
+
 def main(args: argparse.Namespace) -> int:
+    from iba.agents.base import AgentEnv
     from iba.dataset import Dataset, DatasetError
-    from iba.run.runner import RunConfig, run_dataset
-    from iba.run.store import Store
+    from iba.run.runner import RunConfig, make_agent, run_dataset, select_instances
+    from iba.run.store import Store, StoreError
 
     try:
         ds = Dataset(args.dataset)
@@ -89,12 +133,27 @@ def main(args: argparse.Namespace) -> int:
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    problem = check_selection(ds, args.domains, args.scenarios) or check_embedder(args.embedder)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         backend = backend_from_args(args.model, args)
         judges = judge_backends(args.judges, backend, args)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    # every agent spec is built once here (constructors only parse options; the model loads on
+    # first use), so a bad name or option stops the run before any work, with its message
+    for spec in args.agents or ["rag"]:
+        try:
+            make_agent(spec, AgentEnv(backend=backend, cache_dir=args.cache_dir, embedder=args.embedder))
+        except KeyError as e:  # unknown agent name: the registry lists the known ones
+            print(f"error: argument --agent: {e.args[0]}", file=sys.stderr)
+            return 2
+        except ValueError as e:
+            print(f"error: argument --agent: {e}", file=sys.stderr)
+            return 2
     cfg = RunConfig(
         agents=args.agents or ["rag"], run=args.run, trials=args.trials, seed=args.seed,
         concurrency=args.concurrency, limit=args.limit, domains=args.domains, scenarios=args.scenarios,
@@ -102,22 +161,35 @@ def main(args: argparse.Namespace) -> int:
         judge_repeats=args.judge_repeats, timeout_s=args.timeout, retry_errored=args.retry_errored,
         cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
     )
-    with Store(args.store) as store:
+    try:
+        # before any agent runs: histories readable and valid, users/scenarios known, answer key
+        # complete; otherwise a broken file surfaces mid-run after hours of model calls
+        ds.check(select_instances(ds, cfg), answer_key=cfg.score or cfg.qa)
+    except DatasetError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        store_cm = Store(args.store)
+    except StoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    with store_cm as store:
         try:
             summary = asyncio.run(run_dataset(ds, backend, store, cfg, judges=judges))
-        except KeyError as e:  # unknown agent name
-            print(f"error: {e.args[0]}", file=sys.stderr)
+        except DatasetError as e:  # a file changed under the run after the check
+            print(f"error: {e}", file=sys.stderr)
             return 2
     print(
         f"{summary.planned} planned, {summary.skipped} already stored, "
         + (f"{summary.retried} errored records retried, " if summary.retried else "")
         + (f"{summary.rescored} stored records scored, " if summary.rescored else "")
+        + (f"{summary.elsewhere} run by another process on this store, " if summary.elsewhere else "")
         + f"{summary.ok} ok, {summary.failed} failed (scored 0), {summary.errored} errored "
         f"in {summary.wall_s:.1f}s; {summary.usage.llm_calls} LLM calls, "
         f"{summary.usage.prompt_tokens} prompt + {summary.usage.completion_tokens} completion tokens"
     )
     for line in summary.errors[:5]:
-        print(f"  {line if ' failed: ' in line else 'errored: ' + line}", file=sys.stderr)
+        print(f"  {line}", file=sys.stderr)
     print(f"store: {args.store}  ->  iba report {args.store} --dataset {args.dataset} --out report/")
     if summary.errored:
         # a fault left records unscored: say how to finish, and fail so scripts notice

@@ -38,6 +38,7 @@ class RunConfig:
     limit: int | None = None
     domains: list[str] | None = None
     scenarios: list[str] | None = None
+    instance_ids: list[str] | None = None  # only these instances, in this order (a fixed sample)
     qa: bool = False  # also ask each instance's QA probes (knowledge-to-action gap)
     qa_per_instance: int | None = None  # at most this many probes per instance (None: all)
     score: bool = True
@@ -61,7 +62,7 @@ class RunSummary:
     elsewhere: int = 0  # claimed or stored by another process on the same store while this one ran
     usage: Usage = field(default_factory=Usage)
     wall_s: float = 0.0
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # "failed: ..." / "errored: ..." lines, in run order
 
 
 def dataset_id(ds: Dataset) -> str:
@@ -163,6 +164,12 @@ async def run_one(
 
 def select_instances(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
     items = ds.instances
+    if cfg.instance_ids is not None:
+        by_id = {t.instance_id: t for t in items}
+        missing = [i for i in cfg.instance_ids if i not in by_id]
+        if missing:
+            raise ValueError(f"instances not in {ds.root}: {', '.join(missing[:5])}")
+        items = [by_id[i] for i in cfg.instance_ids]
     if cfg.domains:
         items = [t for t in items if t.domain in cfg.domains]
     if cfg.scenarios:
@@ -261,10 +268,10 @@ async def run_dataset(
             summary.ok += 1
         elif rec.status == "failed":
             summary.failed += 1
-            summary.errors.append(f"{rec.instance_id} [{spec}] failed: {rec.error.splitlines()[0] if rec.error else ''}")
+            summary.errors.append(f"failed: {rec.instance_id} [{spec}]: {rec.error.splitlines()[0] if rec.error else ''}")
         else:
             summary.errored += 1
-            summary.errors.append(f"{rec.instance_id} [{spec}]: {rec.error.splitlines()[0] if rec.error else ''}")
+            summary.errors.append(f"errored: {rec.instance_id} [{spec}]: {rec.error.splitlines()[0] if rec.error else ''}")
         if cfg.score:
             await score_stored(rec, by_id, keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
         bar.update(1)

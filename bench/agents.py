@@ -1,0 +1,187 @@
+"""IBA-Agent vs RAG (and direct) on a fixed, seeded, domain-stratified sample of the full benchmark.
+
+  python bench/agents.py                      # defaults: the figures in BENCHMARKS.md
+  python bench/agents.py --n-api 48 --seed 303 --agent rag --agent 'iba?expansion=template&reranker=rules&compact=rules'
+
+What it does:
+  1. builds `--preset full` into --dataset if it is not there (26 s; 326 MB),
+  2. draws the sample: `--users` personas (seeded), then from their instances, round-robin over the
+     domains, `--n-api` CallAPI instances and `--n-generate` Generate instances whose checkpoints
+     carry verifiers; the ids go to OUT/sample.json so the sample is on record,
+  3. runs every agent on `--chunk` instances at a time (so a stopped run leaves the agents on the
+     same instances), each with `--qa-per-instance` MCQ probes, into OUT/agents.sqlite — the store
+     is the resume point: rerun the same command and it continues where it stopped,
+  4. writes `iba report` to OUT/report (Table 4 on the instances every agent scored, bootstrap 95%
+     intervals, paired differences with sign test, attribution retrieved x applied) and prints the
+     headline tables as Markdown.
+
+Headline scores are deterministic: slot accuracy (CallAPI), MCQ accuracy (QA probes). Generate
+instances need a judge (`--judge MODEL`, named in the report); without one only their verifiers
+are stored and they stay out of Table 4. Runs for hours on 2 CPU cores with the 1.5B model: start
+it in the background (`nohup python bench/agents.py > runs/bench-agents.log 2>&1 &`) and read the
+progress line (instances done, elapsed, ETA) in the log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import shlex
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+DEFAULT_AGENTS = ("rag", "iba?expansion=template&reranker=rules&compact=rules")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", type=Path, default=Path("runs/iba-full"),
+                   help="IBA-Bench dataset dir; built with --preset full --seed 42 when missing (default: runs/iba-full)")
+    p.add_argument("--out", type=Path, default=Path("runs/bench-agents"), help="store, sample and report (default: runs/bench-agents)")
+    p.add_argument("--model", default="local:qwen2.5-coder-1.5b", help="agent model (default: local:qwen2.5-coder-1.5b)")
+    p.add_argument("--base-url", default=None, help="server URL for openai: models")
+    p.add_argument("--agent", action="append", dest="agents", metavar="SPEC",
+                   help=f"agent spec, repeatable (default: {', '.join(DEFAULT_AGENTS)})")
+    p.add_argument("--users", type=int, default=8, help="personas to sample from (default: 8)")
+    p.add_argument("--seed", type=int, default=303, help="sample seed; 42, 7, 101 and 202 were used while tuning (default: 303)")
+    p.add_argument("--n-api", type=int, default=24, help="CallAPI instances (default: 24)")
+    p.add_argument("--n-generate", type=int, default=0, help="Generate instances with verifiers (default: 0)")
+    p.add_argument("--qa-per-instance", type=int, default=1, help="MCQ probes per instance (default: 1; 0: none)")
+    p.add_argument("--judge", default=None, help="judge model for Generate instances (default: none, verifiers only)")
+    p.add_argument("--chunk", type=int, default=2, help="instances run by every agent before the next ones (default: 2)")
+    p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"), help="response and index cache (default: .iba-cache)")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds per agent action before it is errored")
+    p.add_argument("--report-only", action="store_true", help="do not run; report what the store holds")
+    a = p.parse_args(argv)
+    for name in ("users", "n_api", "chunk"):
+        if getattr(a, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(a, name)}")
+    if a.n_generate < 0 or a.qa_per_instance < 0:
+        p.error("--n-generate and --qa-per-instance must be >= 0")
+    a.agents = a.agents or list(DEFAULT_AGENTS)
+    return a
+
+
+def ensure_dataset(path: Path) -> None:
+    if (path / "manifest.json").exists():
+        return
+    cmd = [sys.executable, "-m", "iba.cli", "build", "--preset", "full", "--seed", "42", "--out", str(path)]
+    print("$ " + shlex.join(cmd), file=sys.stderr)
+    subprocess.run(cmd, check=True)
+
+
+def draw_sample(ds, *, users: int, seed: int, n_api: int, n_generate: int) -> list[str]:
+    """Seeded personas, then their instances round-robin over domains and, within a domain, over
+    scenarios (each scenario's order seeded), so any prefix of the sample is spread over both."""
+    rng = random.Random(seed)
+    all_users = sorted({t.user_id for t in ds.instances})
+    chosen = set(rng.sample(all_users, min(users, len(all_users))))
+    keys = ds.answer_keys()
+
+    def pick(kind: str, n: int, ok) -> list[str]:
+        cells: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for t in ds.instances:
+            if t.user_id in chosen and t.action == kind and ok(t):
+                cells[(t.domain, t.scenario)].append(t.instance_id)
+        for ids in cells.values():
+            rng.shuffle(ids)
+        # domain-major order of scenario queues: d1s1, d2s1, ..., d1s2, d2s2, ...
+        per_domain: dict[str, list[list[str]]] = defaultdict(list)
+        for (d, _), ids in sorted(cells.items()):
+            per_domain[d].append(ids)
+        queues = [q for i in range(max((len(v) for v in per_domain.values()), default=0))
+                  for d in sorted(per_domain) for q in per_domain[d][i:i + 1]]
+        out: list[str] = []
+        while len(out) < n and any(queues):
+            for q in queues:
+                if q and len(out) < n:
+                    out.append(q.pop())
+        if len(out) < n:
+            print(f"note: only {len(out)} {kind} instances among the {len(chosen)} personas (asked {n})", file=sys.stderr)
+        return out
+
+    api = pick("call_api", n_api, lambda t: bool(keys[t.instance_id].slots))
+    gen = pick("generate", n_generate,
+               lambda t: any(c.verifier is not None for c in keys[t.instance_id].checkpoints)) if n_generate else []
+    # interleave so that any prefix of the sample mixes both kinds and all domains
+    mixed: list[str] = []
+    for i in range(max(len(api), len(gen))):
+        mixed += api[i:i + 1] + gen[i:i + 1]
+    return mixed
+
+
+def fmt_s(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def run(args: argparse.Namespace, ds, sample: list[str]) -> None:
+    from iba.llm import resolve_backend
+    from iba.run.runner import RunConfig, run_dataset
+    from iba.run.store import Store
+
+    backend = resolve_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, timeout=args.timeout)
+    judges = [resolve_backend(args.judge, base_url=args.base_url, cache_dir=args.cache_dir)] if args.judge else []
+    store_path = args.out / "agents.sqlite"
+    t0, ran, done = time.monotonic(), 0, 0
+    with Store(store_path) as store:
+        for start in range(0, len(sample), args.chunk):
+            chunk = sample[start:start + args.chunk]
+            cfg = RunConfig(agents=args.agents, run="bench-agents", seed=42, instance_ids=chunk,
+                            qa=args.qa_per_instance > 0, qa_per_instance=args.qa_per_instance or None,
+                            timeout_s=args.timeout, cache_dir=args.cache_dir, progress=False)
+            s = asyncio.run(run_dataset(ds, backend, store, cfg, judges=judges))
+            done += len(chunk)
+            if s.planned > s.skipped:
+                ran += len(chunk)
+            elapsed = time.monotonic() - t0
+            eta = elapsed / ran * (len(sample) - done) if ran else float("nan")
+            print(f"[{done}/{len(sample)} instances] {s.ok} ok, {s.failed} failed, {s.errored} errored, "
+                  f"{s.skipped} stored before; {s.usage.llm_calls} LLM calls; elapsed {fmt_s(elapsed)}, "
+                  f"ETA {fmt_s(eta) if ran else '?'}", flush=True)
+            for line in s.errors[:3]:
+                print(f"  {line}", flush=True)
+
+
+def report(args: argparse.Namespace) -> None:
+    from iba.report.cli import build_report
+
+    out = args.out / "report"
+    build_report(args.out / "agents.sqlite", [args.dataset], out)
+    for name in ("table4", "ci", "paired", "attribution", "fig5d_qa_vs_task"):
+        f = out / f"{name}.md"
+        if f.exists():
+            print(f.read_text())
+        elif (out / f"{name}.csv").exists():
+            print(f"### {name}\n\n```\n{(out / f'{name}.csv').read_text()}```\n")
+    print(f"report: {out / 'report.html'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from iba.dataset import Dataset
+
+    ensure_dataset(args.dataset)
+    ds = Dataset(args.dataset)
+    args.out.mkdir(parents=True, exist_ok=True)
+    sample = draw_sample(ds, users=args.users, seed=args.seed, n_api=args.n_api, n_generate=args.n_generate)
+    record = {"command": shlex.join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
+              "dataset": str(args.dataset), "users": args.users, "seed": args.seed, "model": args.model,
+              "agents": args.agents, "instances": sample}
+    (args.out / "sample.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(f"sample: {len(sample)} instances from {args.users} personas (seed {args.seed}); agents: "
+          f"{', '.join(args.agents)}; model {args.model}; store {args.out / 'agents.sqlite'}", flush=True)
+    if not args.report_only:
+        run(args, ds, sample)
+    report(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
