@@ -1,7 +1,8 @@
 import pytest
 
 from iba.agents.iba_agent import IBAAgent
-from iba.agents.tools import Preference, resolve_latest
+from iba.agents.preferences import resolve_latest
+from iba.agents.replies import Preference
 from iba.llm.structured import StructuredOutputError
 from tests.agents.helpers import API_TASK, TEXT_TASK, env, iba_backend, iba_reply, small_history
 from tests.fakes import ScriptedBackend

@@ -4,7 +4,7 @@ import pytest
 
 from iba.agents.base import AgentError
 from iba.agents.iba_fc import IBAFunctionCallingAgent
-from iba.agents.tools import Toolkit
+from iba.agents.toolkit import Toolkit
 from iba.llm.base import Completion
 from tests.agents.helpers import API_TASK, TEXT_TASK, env, iba_reply, small_history
 from tests.fakes import ScriptedBackend, tool_call_reply

@@ -104,7 +104,7 @@ RESPONSE = "| a | b |\n|---|---|\n| 1 | 2 |\n<script>alert('x')</script>"
 
 
 def agent_trace(found: list[str], kept: list[str] | None, prefs: list[tuple[str, str]] | None) -> list[TraceStep]:
-    """The steps an agent records (agents/rag.py, agents/tools.py), with the same output shapes."""
+    """The steps an agent records (agents/rag.py, the IBA-Agent tools of agents/toolkit.py), with the same output shapes."""
     steps = [TraceStep(step="similarity_retrieve", inputs={"k": 3},
                        outputs=[{"chunk_id": f"ch{i}", "turn_ids": [t], "score": 0.5} for i, t in enumerate(found)])]
     if kept is not None:
@@ -122,7 +122,7 @@ def agent_trace(found: list[str], kept: list[str] | None, prefs: list[tuple[str,
 
 def build(tmp: Path) -> tuple[Path, Path, str]:
     """Write the dataset and the store; returns (dataset dir, store path, dataset id)."""
-    from iba.report.data import dataset_id
+    from iba.run.runner import dataset_id
     from iba.run.store import Store
 
     ds_dir = tmp / "ds"

@@ -205,7 +205,7 @@ def test_bar_plot_draws_the_given_intervals(monkeypatch):
 
 
 async def test_reads_the_traces_the_agents_write(tmp_path):
-    """The shapes read here are the ones agents/tools.py and agents/rag.py record (scripted LLM)."""
+    """The shapes read here are the ones the IBA-Agent tools (agents/toolkit.py) and agents/rag.py record (scripted LLM)."""
     from iba.agents.iba_agent import IBAAgent
     from iba.agents.rag import RagAgent
     from iba.report.attribution import preference_text

@@ -133,6 +133,24 @@ def test_rerun_after_kill_between_store_and_score(tmp_path):
         assert s.rescored == 1 and store.has_any_score(first.key)
 
 
+def test_rerun_completes_a_partly_scored_record(tmp_path):
+    """A kill between two judges' writes leaves one judge's score stored: the rerun adds the other's
+    (seen for real in tests/run/test_processes.py, where a record kept its verifiers only)."""
+    ds = Dataset(tiny_dataset(tmp_path / "ds"))
+    judges = [ScriptedBackend(lambda m, k: {"passed": True, "rationale": "r"}, model_id=f"judge-{x}") for x in "ab"]
+    with Store(tmp_path / "s.sqlite") as store:
+        cfg = RunConfig(agents=["spy"], progress=False)
+        asyncio.run(run_dataset(ds, ScriptedBackend([]), store, cfg, judges=judges))
+        gen = next(r for r in store.runs() if r.instance_id == "i0")
+        assert store.has_score(gen.key, "judge:judge-a") and store.has_score(gen.key, "judge:judge-b")
+        store._db.execute("DELETE FROM scores WHERE run_key=? AND scorer='judge:judge-b'", (gen.key,))
+        store._db.commit()
+        s = asyncio.run(run_dataset(ds, ScriptedBackend([]), store, cfg, judges=judges))
+        assert s.rescored == 1 and store.has_score(gen.key, "judge:judge-b")
+        s = asyncio.run(run_dataset(ds, ScriptedBackend([]), store, cfg, judges=judges))
+        assert s.rescored == 0  # nothing missing: nothing counted
+
+
 def test_agent_never_sees_the_answer_key(tmp_path):
     ds = Dataset(tiny_dataset(tmp_path / "ds"))
     with Store(tmp_path / "s.sqlite") as store:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from iba.agents.answer import check_task, make_action
 from iba.agents.base import Agent, AgentEnv, parse_options
-from iba.agents.tools import IBAOptions, Toolkit
+from iba.agents.iba_options import IBAOptions
+from iba.agents.toolkit import Toolkit
 from iba.agents.trace import Trace
 from iba.types import Action, TaskView, Turn
 

@@ -24,7 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from iba.agents.answer import check_task, make_action
 from iba.agents.api_params import decoding_schema, validate_params
 from iba.agents.base import Agent, AgentEnv, AgentError, parse_options
-from iba.agents.tools import IBAOptions, Toolkit, preference_lines
+from iba.agents.iba_options import IBAOptions
+from iba.agents.preferences import preference_lines
+from iba.agents.toolkit import Toolkit
 from iba.agents.trace import Trace
 from iba.llm.base import ToolCall, ToolSpec
 from iba.llm.toolcalls import assistant_message, tool_result_message

@@ -29,7 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="judge all checkpoints of a response in one call (cheaper; the paper uses one call each)")
     p.add_argument("--seed", type=int, default=42, help="judge seed of repeat 0 (default: 42)")
     p.add_argument("--concurrency", type=int, default=4, help="judge calls in flight (default: 4)")
-    p.add_argument("--base-url", default=None, help="server URL for openai: judges (default: $OPENAI_BASE_URL)")
+    p.add_argument("--base-url", action="append", default=None, metavar="URL",
+                   help="server URL for openai: judges (default: $OPENAI_BASE_URL); repeat it for replicas of the "
+                   "judge model: calls go to the least busy one, a failing one is avoided (docs/scaling.md)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"), help="LLM response cache (default: .iba-cache)")
     p.add_argument("--call-timeout", type=float, default=600.0, help="seconds one judge call may take (default 600)")
@@ -86,7 +88,7 @@ def main(args: argparse.Namespace) -> int:
     from iba.eval.panel import PanelConfig
     from iba.eval.qa import split_qa_id
     from iba.run.run_cmd import backend_from_args
-    from iba.report.data import dataset_id
+    from iba.run.runner import dataset_id
     from iba.run.store import Store
 
     if not args.store.exists():
@@ -113,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
         args.judges = best
     try:
         judges = [] if args.judges == "none" else [
-            backend_from_args(m.strip(), args)
+            backend_from_args(m.strip(), args, judge=True)  # every --base-url is a judge server here
             for m in args.judges.split(",") if m.strip()
         ]
     except (ValueError, FileNotFoundError, RuntimeError) as e:

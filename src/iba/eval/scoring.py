@@ -20,14 +20,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Protocol
 
 from iba.eval import qa as qa_mod
 from iba.eval import slots as slots_mod
 from iba.eval import verifiers as verifiers_mod
 from iba.eval.panel import PanelConfig, judge_panel, judge_scorer
 from iba.llm.base import Backend
-from iba.run.store import Store
 from iba.types import AnswerKey, ApiTemplate, RunRecord, ScoreRecord, Verdict
+
+
+class ScoreStore(Protocol):
+    """What scoring needs of a result store; iba.run.store.Store is one (eval may not import run)."""
+
+    def has_score(self, run_key: str, scorer: str, repeat: int = 0) -> bool: ...
+
+    def put_score(self, rec: ScoreRecord) -> bool: ...
 
 
 def record_kind(record: RunRecord, key: AnswerKey, api_template: ApiTemplate | None = None) -> str:
@@ -61,7 +69,7 @@ async def score_record(
     judges: Sequence[Backend],
     judge_repeats: int = 1,
     api_template: ApiTemplate | None = None,
-    store: Store | None = None,
+    store: ScoreStore | None = None,
     concurrency: int = 4,
     panel: PanelConfig | None = None,
     semaphore: asyncio.Semaphore | None = None,

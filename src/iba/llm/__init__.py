@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from iba.llm.base import Backend, Completion, LLMError, ToolCall, ToolSpec
@@ -20,25 +21,30 @@ VALID_FORMS = (
     "local:qwen2.5-coder-1.5b",
     "local:smollm2-135m",
     "local:/path/to/model.gguf",
-    "openai:<model> (server from --base-url or OPENAI_BASE_URL; key from OPENAI_API_KEY)",
+    "openai:<model> (server from --base-url, repeatable for replicas, or OPENAI_BASE_URL; key from OPENAI_API_KEY)",
 )
 
 
 def resolve_backend(
     model: str,
     *,
-    base_url: str | None = None,
+    base_url: str | Sequence[str] | None = None,
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
     timeout: float = 120.0,
     max_retries: int = 3,
     n_ctx: int | None = None,
     n_threads: int | None = None,
+    max_in_flight_per_endpoint: int | None = None,
+    max_in_flight: int | None = None,
 ) -> Backend:
     """Build the backend for a model string such as 'local:qwen2.5-coder-0.5b' or 'openai:gpt-4o-mini'.
 
     cache_dir holds the response cache (default $IBA_CACHE_DIR, else ~/.cache/iba); use_cache=False
     turns it off. Packaged GGUFs are assembled under $IBA_CACHE_DIR/models (~/.cache/iba/models).
+    base_url: one server URL or several (replicas of the model: see iba.llm.endpoints), with
+    max_in_flight_per_endpoint / max_in_flight bounding the requests in flight (None: the
+    backend's default).
     """
     from iba import registry
 
@@ -49,6 +55,11 @@ def resolve_backend(
         factory = None
     if factory is None:
         raise ValueError(f"unknown model string {model!r}; valid forms:\n  " + "\n  ".join(VALID_FORMS))
+    if not isinstance(base_url, (str, type(None))):
+        base_url = list(base_url) or None
+    # the bounds only when set: a third-party factory written before them need not accept them
+    bounds = {k: v for k, v in (("max_in_flight_per_endpoint", max_in_flight_per_endpoint),
+                                ("max_in_flight", max_in_flight)) if v is not None}
     return factory(
         rest,
         base_url=base_url,
@@ -58,6 +69,7 @@ def resolve_backend(
         max_retries=max_retries,
         n_ctx=n_ctx,
         n_threads=n_threads,
+        **bounds,
     )
 
 

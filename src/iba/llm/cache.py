@@ -109,7 +109,8 @@ async def through_cache(
     """Return the cached reply for this request, or produce, store and return a fresh one.
 
     `identity` (hashed into the key) pins what model answered: the model string plus a file
-    hash, or the server URL. `model_id` is the readable label stored beside the reply.
+    hash for local models; for servers the served model name alone, so replicas behind several
+    endpoints share answers. `model_id` is the readable label stored beside the reply.
     """
     if cache is None or not cacheable(params):
         return await produce()

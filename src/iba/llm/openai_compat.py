@@ -14,6 +14,12 @@ dropped, a body cut short), bad_response (not JSON, not a chat completion), trun
 stopped the reply before max_tokens: finish_reason "length" with fewer completion tokens than
 asked for; a reply that used all of max_tokens is the caller's limit and is returned as is),
 rejected (other 4xx, not retried).
+
+Several base URLs (replicas of one model) make an EndpointPool (iba.llm.endpoints): requests go
+to the endpoint with the fewest in flight, a connection error, timeout or 5xx marks that endpoint
+down for a while and moves the request to another, in-flight requests are bounded per endpoint
+and overall. The identity (model_id, cache key) is the model alone: one URL or five, the same
+model gives the same cached answers, and no record holds a URL.
 """
 
 from __future__ import annotations
@@ -22,14 +28,16 @@ import asyncio
 import json
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from iba.llm.base import Backend, Completion, ToolCall, ToolSpec, request_params
 from iba.llm.cache import ResponseCache, open_cache, through_cache
+from iba.llm.endpoints import DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT, FAILOVER_REASONS, Endpoint, EndpointPool, public_url
 from iba.llm.models import cache_root
-from iba.llm.retry import RetryPolicy, Verdict, call_with_retries, parse_retry_after
+from iba.llm.retry import ModelCallError, RetryPolicy, Verdict, call_with_retries, parse_retry_after
 from iba.llm.toolcalls import check_tool_choice, openai_messages, openai_tools, parse_arguments, parse_text_tool_calls
 
 log = logging.getLogger(__name__)
@@ -55,13 +63,7 @@ def _is_local(base_url: str) -> bool:
     return (urlsplit(base_url).hostname or "") in _LOCAL_HOSTS
 
 
-def _public_url(base_url: str) -> str:
-    """The URL without any user:password part, for ids and messages."""
-    parts = urlsplit(base_url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+_public_url = public_url  # the URL without any user:password part, for ids and messages
 
 
 class OpenAICompatBackend(Backend):
@@ -69,47 +71,65 @@ class OpenAICompatBackend(Backend):
         self,
         model: str,
         *,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         cache: ResponseCache | None = None,
         timeout: float = 120.0,
         max_retries: int = 3,
         context_window: int = 8192,
+        max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
+        max_in_flight: int | None = None,
     ) -> None:
         if not model:
             raise ValueError("openai:<model> needs a model name, e.g. openai:gpt-4o-mini")
         self.model_id = f"openai:{model}"
         self.model = model
         self.context_window = context_window
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
+        if not urls:
+            urls = [os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"]
+        self._pool = EndpointPool(urls, max_in_flight_per_endpoint=max_in_flight_per_endpoint,
+                                  max_in_flight=max_in_flight, label=self.model_id)
+        self.base_urls = tuple(e.url for e in self._pool.endpoints)
+        self.base_url = self.base_urls[0]  # the first; kept for callers written for one URL
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
-            if not _is_local(self.base_url):
+            remote = [u for u in self.base_urls if not _is_local(u)]
+            if remote:
                 raise ValueError(
-                    f"{self.model_id}: set OPENAI_API_KEY for {_public_url(self.base_url)} "
+                    f"{self.model_id}: set OPENAI_API_KEY for {_public_url(remote[0])} "
                     "(any value if that server needs no key)"
                 )
             key = PLACEHOLDER_KEY
         self._key = key  # kept only to scrub it from error text
         self._timeout = timeout
-        self._client: AsyncOpenAI | None = None
+        self._clients: dict[str, AsyncOpenAI] = {}  # per endpoint URL, for the current loop
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._cache = cache
         self.retry_policy = RetryPolicy(max_retries=max_retries)
         self._json_mode = JSON_MODES[0]
-        self._identity = f"{self.model_id}@{_public_url(self.base_url)}"
+        # The model alone, not the endpoint: replicas of one model share cached answers, and the
+        # key is the same whether one URL or several serve it.
+        self._identity = self.model_id
+
+    @property
+    def endpoints(self) -> EndpointPool:
+        """The endpoint pool (health, in-flight counts, bounds)."""
+        return self._pool
 
     @classmethod
     def from_spec(
         cls,
         rest: str,
         *,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         cache_dir: str | Path | None = None,
         use_cache: bool = True,
         timeout: float = 120.0,
         max_retries: int = 3,
         n_ctx: int | None = None,
+        max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
+        max_in_flight: int | None = None,
         **_: Any,
     ) -> OpenAICompatBackend:
         cache = open_cache(cache_root(cache_dir)) if use_cache else None
@@ -120,6 +140,8 @@ class OpenAICompatBackend(Backend):
             timeout=timeout,
             max_retries=max_retries,
             context_window=n_ctx or 8192,
+            max_in_flight_per_endpoint=max_in_flight_per_endpoint,
+            max_in_flight=max_in_flight,
         )
 
     @property
@@ -155,18 +177,32 @@ class OpenAICompatBackend(Backend):
         msgs = openai_messages(messages)
         use_json = json_schema is not None and not tools
 
+        sent = [0]  # requests sent for this call, over all endpoints and attempts
+
+        async def send(ep: Endpoint, mode: str | None) -> Completion:
+            sent[0] += 1
+            return await self._send(ep, msgs, request, json_schema, mode, tools)
+
+        async def attempt(mode: str | None) -> Completion:
+            # one attempt of the retry loop = one pass over the endpoints that are up (failover is free)
+            return await self._pool.run(lambda ep: send(ep, mode), failover=_failover_reason)
+
         async def produce() -> Completion:
             while True:
                 mode = self._json_mode if use_json else None
                 try:
                     return await call_with_retries(
-                        lambda: self._send(msgs, request, json_schema, mode, tools),
+                        lambda: attempt(mode),
                         model_id=self.model_id,
                         policy=self.retry_policy,
                         classify=_classify,
                         secrets=[self._key],
                         passthrough=(_FormatRejected,),
                     )
+                except ModelCallError as e:
+                    if len(self._pool) == 1:
+                        raise
+                    final = self._pool_error(e, sent[0])
                 except _FormatRejected as why:
                     # Sticky for this backend: one rejection (even a transient 500) is enough to
                     # stop sending that format; prompt + validation always works.
@@ -174,11 +210,20 @@ class OpenAICompatBackend(Backend):
                     if JSON_MODES.index(nxt) > JSON_MODES.index(self._json_mode):  # concurrent calls
                         log.warning("%s: server rejected JSON mode %s (%s); using %s from now on", self.model_id, mode, why, nxt)
                         self._json_mode = nxt
+                    continue
+                raise final  # outside the except block: the provider exception is not kept as context
 
         return await through_cache(self._cache, self._identity, self.model_id, messages, params, produce)
 
+    def _pool_error(self, e: ModelCallError, sent: int) -> ModelCallError:
+        """The error of a call over several endpoints: the same class and reason, plus where its
+        requests went (public URLs only) and `attempts` = the requests sent."""
+        msg = f"{e} [{sent} request{'s' if sent != 1 else ''} over {len(self._pool)} endpoints: {self._pool.summary()}]"
+        return type(e)(msg, attempts=sent, status=e.status)
+
     async def _send(
         self,
+        ep: Endpoint,
         msgs: list[dict[str, Any]],
         request: dict[str, Any],
         json_schema: dict[str, Any] | None,
@@ -198,7 +243,7 @@ class OpenAICompatBackend(Backend):
         elif mode == "prompt":
             req["messages"] = _with_schema_instruction(msgs, json_schema or {})
         try:
-            resp = await self._client_for_this_loop().chat.completions.create(**req)
+            resp = await self._client_for(ep).chat.completions.create(**req)
         except APIStatusError as e:
             # 400/422: the field is unknown; 500/501: llama-cpp-python's answer to json_schema.
             if mode in ("json_object_schema", "json_schema") and e.status_code in (400, 422, 500, 501):
@@ -254,21 +299,26 @@ class OpenAICompatBackend(Backend):
             finish_reason="tool_calls" if calls else finish,
         )
 
-    def _client_for_this_loop(self) -> Any:
-        """The SDK client; a new one per event loop (its connection pool is bound to the loop,
-        and a CLI may run several asyncio.run calls in one process)."""
+    def _client_for(self, ep: Endpoint) -> Any:
+        """The SDK client of endpoint `ep`; new ones per event loop (a connection pool is bound to
+        its loop, and a CLI may run several asyncio.run calls in one process)."""
         from openai import AsyncOpenAI
 
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=self._timeout, max_retries=0)
+        if self._client_loop is not loop:
+            self._clients = {}
             self._client_loop = loop
-        return self._client
+        client = self._clients.get(ep.url)
+        if client is None:
+            client = AsyncOpenAI(api_key=self._key, base_url=ep.url, timeout=self._timeout, max_retries=0)
+            self._clients[ep.url] = client
+        return client
 
     async def aclose(self) -> None:
-        if self._client is not None and self._client_loop is asyncio.get_running_loop():
-            await self._client.close()
-        self._client = None
+        if self._clients and self._client_loop is asyncio.get_running_loop():
+            for client in self._clients.values():
+                await client.close()
+        self._clients = {}
 
 
 def _with_schema_instruction(msgs: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
@@ -282,6 +332,15 @@ def _with_schema_instruction(msgs: list[dict[str, Any]], schema: dict[str, Any])
     else:
         out.append({"role": "user", "content": note})
     return out
+
+
+def _failover_reason(exc: BaseException) -> str | None:
+    """The fault, if it is the endpoint's (connection, timeout, 5xx): the request moves elsewhere.
+    _FormatRejected is not: it is about the request, and is handled by the caller."""
+    if isinstance(exc, _FormatRejected):
+        return None
+    reason = _classify(exc).reason
+    return reason if reason in FAILOVER_REASONS else None
 
 
 def _classify(exc: BaseException) -> Verdict:

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from iba.llm.base import Backend, Completion, LLMError
 from iba.llm.jsontext import extract_json_object
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class Reply(BaseModel):
+    # the base of bounded reply models: unknown keys are ignored when validating (models add
+    # "passage": n and the like), but the schema sent for constrained decoding forbids them, and
+    # every string and list has a bound: a grammar then cannot ramble, and a max_tokens computed
+    # from those bounds never cuts a reply short
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"additionalProperties": False})
 
 
 class StructuredOutputError(LLMError):

@@ -16,15 +16,9 @@ from pathlib import Path
 from iba.dataset import Dataset
 from iba.eval.aggregate import instance_score, mean, task_kind
 from iba.eval.qa import split_qa_id
+from iba.run.runner import dataset_id
 from iba.run.store import Store
 from iba.types import AnswerKey, RunRecord, ScoreRecord, TaskView
-
-
-def dataset_id(ds: Dataset) -> str:
-    # the runner's key for a dataset; imported lazily so reports don't pull in the agents
-    from iba.run.runner import dataset_id as runner_dataset_id
-
-    return runner_dataset_id(ds)
 
 
 def domain_names() -> tuple[list[str], dict[str, str]]:

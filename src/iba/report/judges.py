@@ -11,6 +11,7 @@ from pathlib import Path
 
 from iba.eval.judge_check import VIOLATION_PASS_WARN, JudgeCheckResult
 from iba.eval.panel import JUDGE_PREFIX
+from iba.run.store import Store
 
 
 def _fmt(x: float | None) -> str:
@@ -19,8 +20,6 @@ def _fmt(x: float | None) -> str:
 
 def judge_notes(store_path: str | Path, judge_scorers: list[str], agent_models: list[str]) -> list[str]:
     """One or more lines per judge scorer ("judge:<model_id>"), in the order given."""
-    from iba.run.store import Store
-
     checks: dict[str, JudgeCheckResult] = {}
     if Path(store_path).exists():
         with Store(store_path) as store:

@@ -93,7 +93,7 @@ def sample_users(instances: list, n: int, seed: int) -> list:
 
 
 async def _llm_queries(backend, task, seed: int):
-    from iba.agents.tools import llm_facet_queries
+    from iba.retrieval.llm_expansion import llm_facet_queries
 
     queries, _ = await llm_facet_queries(backend, task, seed)
     return queries

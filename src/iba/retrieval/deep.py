@@ -8,9 +8,10 @@
     -> repeats across the history (our addition): a cue-bearing sentence of a kept passage that the
        user said again elsewhere folds those turns in, with their dates ("said the same again on")
 
-The LLM-driven variants of expansion and salience live in iba.agents.tools and plug into the same
-functions; `deep_retrieve` here is the deterministic variant (template expansion, rule scorer)
-used by `iba eval-retrieval` and by the agents' `expansion=template&reranker=rules` options.
+The LLM-driven variants plug into the same functions: expansion in iba.retrieval.llm_expansion,
+salience in the IBA-Agent's rerank_salience (iba.agents.retrieval_tools); `deep_retrieve` here is
+the deterministic variant (template expansion, rule scorer) used by `iba eval-retrieval` and by
+the agents' `expansion=template&reranker=rules` options.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Query expansion into the five preference facets of the paper's Table 3.
 
 Q(x) = {q_style, q_structure, q_decision, q_correction, q_habit}. The LLM writes them in one JSON
-call; `template_queries` is the deterministic, free alternative (offline/cheap runs, eval-retrieval
-default). Both only read the public TaskView: query, scenario name and, for API tasks, the API
-schema's parameter names, descriptions and enum values.
+call (iba.retrieval.llm_expansion); `template_queries` is the deterministic, free alternative
+(offline/cheap runs, eval-retrieval default). Both only read the public TaskView: query, scenario
+name and, for API tasks, the API schema's parameter names, descriptions and enum values.
 """
 
 from __future__ import annotations

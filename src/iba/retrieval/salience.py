@@ -15,7 +15,7 @@ complaint; an unrelated one (0) never, whatever its affect. Strong explicit feed
 noisy implicit patterns, which is the point of the table.
 
 Two scorers fill in the parts: `rule_scores` (cue lexicons below; relevance from retrieval ranks)
-and the LLM scorer in iba.agents.tools (one batched call that returns both parts per passage).
+and the LLM scorer in iba.agents.retrieval_tools (one batched call that returns both parts per passage).
 """
 
 from __future__ import annotations

@@ -42,7 +42,19 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
         "openai:<model> (any OpenAI-compatible server: vLLM, Ollama, llama.cpp server, OpenAI...; "
         "key from OPENAI_API_KEY)",
     )
-    p.add_argument("--base-url", default=None, help="server URL for openai: models (default: $OPENAI_BASE_URL)")
+    p.add_argument("--base-url", action="append", default=None, metavar="URL",
+                   help="server URL for openai: models (default: $OPENAI_BASE_URL); repeat it for replicas of "
+                   "the model: requests go to the least busy one, a failing one is avoided (docs/scaling.md)")
+    p.add_argument("--endpoints", type=Path, default=None, metavar="FILE",
+                   help="more server URLs for openai: models, one per line (# starts a comment)")
+    p.add_argument("--judge-base-url", action="append", default=None, metavar="URL",
+                   help="server URL for openai: judge models of --judges (repeatable; default: those of "
+                   "--base-url / --endpoints), e.g. to judge on other servers than the agent's")
+    p.add_argument("--max-in-flight-per-endpoint", type=positive_int, default=None, metavar="N",
+                   help="openai: requests in flight at once to one server URL (default 32)")
+    p.add_argument("--max-in-flight", type=positive_int, default=None, metavar="N",
+                   help="openai: requests in flight at once over all URLs of one model (default: no bound "
+                   "beyond the per-URL one)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk LLM response cache")
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
                    help="LLM response cache and retrieval index cache (default: .iba-cache)")
@@ -51,12 +63,29 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
                    "0.5B model takes minutes on 2 cores); a call past it is errored, not retried, on local models")
 
 
-def backend_from_args(model: str, args: argparse.Namespace):
-    """The backend for `model` with the options of add_backend_arguments (server, cache, call timeout)."""
-    from iba.llm import resolve_backend
+def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = False):
+    """The backend for `model` with the options of add_backend_arguments (servers, cache, call
+    timeout, in-flight bounds); judge=True: a judge model, on --judge-base-url if given.
 
-    return resolve_backend(model, base_url=args.base_url, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-                           timeout=args.call_timeout)
+    Server URLs: --base-url (repeatable) then those of --endpoints FILE. Commands with their own
+    options (`iba score`) may lack some of these: absent means unset. A bad endpoints file is a
+    ValueError naming file:line."""
+    from iba.llm import resolve_backend
+    from iba.llm.endpoints import read_endpoints_file
+
+    def as_list(value) -> list[str]:
+        return [value] if isinstance(value, str) else list(value or [])
+
+    if judge and getattr(args, "judge_base_url", None):
+        urls = as_list(args.judge_base_url)
+    else:
+        urls = as_list(getattr(args, "base_url", None))
+        if getattr(args, "endpoints", None) is not None:
+            urls += read_endpoints_file(args.endpoints)
+    return resolve_backend(model, base_url=urls or None, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                           timeout=args.call_timeout,
+                           max_in_flight_per_endpoint=getattr(args, "max_in_flight_per_endpoint", None),
+                           max_in_flight=getattr(args, "max_in_flight", None))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -92,12 +121,14 @@ def judge_backends(spec: str, run_backend, args) -> list:
     """Resolve --judges; the run's own backend object is reused rather than loaded twice."""
     if spec == "none":
         return []
+    # with --judge-base-url even the run's own (server) model judges on those servers
+    separate = bool(getattr(args, "judge_base_url", None)) and run_backend.model_id.startswith("openai:")
     out = []
     for name in filter(None, (s.strip() for s in spec.split(","))):
-        if name in ("same", run_backend.model_id):
+        if name in ("same", run_backend.model_id) and not separate:
             out.append(run_backend)
         else:
-            out.append(backend_from_args(name, args))
+            out.append(backend_from_args(run_backend.model_id if name == "same" else name, args, judge=True))
     return out
 
 

@@ -2,8 +2,10 @@
 
 The runner is the only place that holds both sides of the wall: it hands an agent the public
 TaskView and history, stores what comes back, and only then (optionally) gives the stored record
-and the hidden AnswerKey to the scorer. An agent exception becomes an errored record, never a
-made-up action; a key already in the store is skipped, so rerunning the same command resumes.
+and the hidden AnswerKey to the scorer. An exception becomes a `failed` record (the agent's own
+failure, scored 0) or an `errored` one (an infrastructure fault, unscored) by run/failures.py,
+never a made-up action; a key already in the store is skipped, so rerunning the same command
+resumes, and several processes on one store split the work by claiming keys.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from typing import Any
 from iba import __version__, registry
 from iba.agents.base import Agent, AgentEnv, parse_agent_spec
 from iba.dataset import Dataset
+from iba.eval.qa import SEPARATOR, qa_prompt
+from iba.eval.scoring import score_record
 from iba.llm.base import Backend
 from iba.run.failures import classify
 from iba.run.store import Store
 from iba.types import Action, AnswerKey, QAProbe, RunRecord, TaskView, Turn, Usage, stable_hash
 
-QA_SEPARATOR = "::qa::"
+QA_SEPARATOR = SEPARATOR  # "<instance>::qa::<probe>": a QA probe's instance id
 
 
 @dataclass
@@ -76,8 +80,6 @@ def run_key(dataset: str, instance_id: str, agent: str, model: str, trial: int) 
 
 def qa_task(task: TaskView, probe: QAProbe) -> TaskView:
     """The QA probe as a plain generate task for the same agent (same history, same time)."""
-    from iba.eval.qa import qa_prompt
-
     return TaskView(
         instance_id=f"{task.instance_id}{QA_SEPARATOR}{probe.id}",
         user_id=task.user_id,
@@ -213,10 +215,11 @@ async def run_dataset(
     todo = [w for w, k in zip(work, keys_of) if k not in stored]
     summary.skipped = len(work) - len(todo)
     if cfg.score:
-        # Resume never loses scoring: a record stored before it was scored (a kill between the two
-        # writes, or an earlier --no-score) is scored now; score_record skips what is stored.
+        # Resume never loses scoring: a record stored before all its scores were (a kill between
+        # the writes, or an earlier --no-score) gets the missing ones now; score_record computes
+        # only the (scorer, repeat) pairs not stored, so a fully scored record costs two lookups.
         for k in keys_of:
-            if k in stored and not store.has_any_score(k):
+            if k in stored:
                 rec = store.get_run(k)
                 if rec is not None and await score_stored(rec, by_id, keys, store, judges=judges,
                                                           judge_repeats=cfg.judge_repeats):
@@ -296,8 +299,6 @@ async def score_stored(
 ) -> int:
     """Score one stored record (task, QA probe or errored) unless already scored; returns how many
     ScoreRecords it wrote (0 for a generate task with neither judges nor verifiers)."""
-    from iba.eval.scoring import score_record
-
     base_id = rec.instance_id.split(QA_SEPARATOR)[0]
     key, task = keys.get(base_id), tasks.get(base_id)
     if key is None or task is None:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from iba.eval.judge_check import JudgeCheckResult
 from iba.types import RunRecord, ScoreRecord
 
 _SCHEMA = """
@@ -216,7 +217,7 @@ class Store:
         with self._lock:
             self._db.executescript(self._JUDGE_CHECKS_SCHEMA)
 
-    def put_judge_check(self, result) -> bool:
+    def put_judge_check(self, result: JudgeCheckResult) -> bool:
         """Insert a JudgeCheckResult; False (nothing changed) when the same judge, case set and prompt is stored."""
         self._ensure_judge_checks()
         with self._lock, self._db:
@@ -226,10 +227,8 @@ class Store:
             )
             return cur.rowcount == 1
 
-    def judge_checks(self, judge: str | None = None) -> list:
+    def judge_checks(self, judge: str | None = None) -> list[JudgeCheckResult]:
         """Stored JudgeCheckResults (of one judge model id if given), oldest first."""
-        from iba.eval.judge_check import JudgeCheckResult
-
         self._ensure_judge_checks()
         sql, args = "SELECT record FROM judge_checks", ()
         if judge is not None:

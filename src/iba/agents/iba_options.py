@@ -1,0 +1,34 @@
+"""What an `iba` or `iba-fc` agent spec can set (iba_fc.FCOptions adds the controller's options)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from iba.retrieval.passage import Method, Unit
+from iba.types import Strict
+
+
+class IBAOptions(Strict):
+    """Options of the `iba` agent (and `iba-fc`), from the spec: `iba?retrieval=false&reranker=rules`."""
+
+    retrieval: bool = True  # Deep Retrieval; false = plain top-3 dense (ablation "w/o Deep Retrieval")
+    btda: bool = True  # Broad Thinking & Deep Alignment (ablation "w/o BT+DA")
+    synthesis: Literal["plan", "rag"] = "plan"  # rag = the RAG-style synthesis ablation
+    expansion: Literal["llm", "template"] = "llm"
+    reranker: Literal["llm", "rules"] = "llm"
+    compact: Literal["llm", "rules"] = "llm"
+    unit: Unit = "token"
+    size: int = 256
+    overlap: int = 50
+    # passages per query and search: the paper's C.3 is top-3 dense (k=3&method=dense); top-5
+    # hybrid (dense + BM25 by RRF) finds more evidence with the small offline MiniLM (see eval-retrieval)
+    k: int = 5
+    method: Method = "hybrid"
+    feedback: bool = True  # relevance-feedback search with the best candidates' cue lines
+    scan: bool = True  # signal-first scan: cue-bearing passages most similar to the queries
+    repeats: bool = True  # fold in the turns where the user repeated a kept passage's cue sentence
+    max_candidates: int = 15  # passages the salience scorer sees (prompt-token budget)
+    max_passages: int = 10
+    retain_at: int = 5
+    max_tokens: int | None = None  # final answer length
+    step_max_tokens: int | None = None  # cap on every intermediate step's reply (quick tests)
