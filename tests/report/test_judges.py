@@ -28,3 +28,15 @@ def test_notes_figures_warnings_and_self_judging(tmp_path):
 def test_notes_without_a_store_warn_for_every_judge(tmp_path):
     notes = judge_notes(tmp_path / "missing.sqlite", ["judge:a"], [])
     assert notes[0] == "judge:a: no judge-check stored" and notes[1].startswith("WARNING")
+
+
+def test_a_judge_that_says_no_to_everything_is_warned_too(tmp_path):
+    # the 1.5B's measured profile: passes 8% of violations but only 17% of compliant responses
+    harsh = _result("harsh", 0.08, 0.54).model_copy(update={"compliant_pass_rate": 0.17})
+    assert harsh.fails_compliant and not harsh.passes_violations
+    path = tmp_path / "s.sqlite"
+    with Store(path) as s:
+        s.put_judge_check(harsh)
+    notes = judge_notes(path, ["judge:harsh"], [])
+    assert any(n.startswith("WARNING: judge:harsh fails known-compliant responses (83% of them)") for n in notes)
+    assert not any("passes known violations" in n for n in notes)

@@ -20,8 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", action="append", dest="runs", metavar="NAME", help="only this run name (repeatable; default: all)")
     p.add_argument("--judges", default="best",
                    help="comma-separated judge model strings for Generate(text) checkpoints; 'best' (default) = the "
-                   "strongest packaged model installed (local:qwen2.5-coder-1.5b, else the 0.5B, which passes many "
-                   "known violations: see `iba judge-check`); 'none' = verifiers, slots and QA only")
+                   "strongest packaged model installed (local:qwen2.5-coder-1.5b, else the 0.5B). Neither is a reliable "
+                   "judge (`iba judge-check`: the 1.5B fails most compliant responses, the 0.5B passes most violations); "
+                   "judge on a real server for figures you report'); 'none' = verifiers, slots and QA only")
     p.add_argument("--judge-repeats", type=int, default=1, help="repeated judging per checkpoint, seed+r each (default: 1)")
     p.add_argument("--judge-temperature", type=float, default=None,
                    help="judge sampling temperature (default: 0 for one repeat, 0.7 for several)")

@@ -34,6 +34,7 @@ from iba.types import Checkpoint, Dimension, PreferenceValue, Taxonomy, Usage, s
 DEFAULT_N = 24
 DEFAULT_SEED = 42
 VIOLATION_PASS_WARN = 0.2  # a judge passing more known violations than this is not trustworthy
+COMPLIANT_FAIL_WARN = 0.2  # nor one failing more known-compliant responses (a judge that says no to all)
 
 # Fixed response templates; {desc} is the value's text as a clause ("prefers narrative-driven writing").
 _TEMPLATES: tuple[str, ...] = (
@@ -99,6 +100,10 @@ class JudgeCheckResult(BaseModel):
     @property
     def passes_violations(self) -> bool:
         return self.violation_pass_rate is not None and self.violation_pass_rate > VIOLATION_PASS_WARN
+
+    @property
+    def fails_compliant(self) -> bool:
+        return self.compliant_pass_rate is not None and 1 - self.compliant_pass_rate > COMPLIANT_FAIL_WARN
 
 
 # --------------------------------------------------------------------------- cases
@@ -290,7 +295,8 @@ def format_result(r: JudgeCheckResult) -> str:
         ("accuracy", pct(r.accuracy)),
         ("pass rate on known violations", pct(r.violation_pass_rate) + ("  <- WARNING: passes known violations"
                                                                        if r.passes_violations else "")),
-        ("pass rate on compliant cases", pct(r.compliant_pass_rate)),
+        ("pass rate on compliant cases", pct(r.compliant_pass_rate) + ("  <- WARNING: fails compliant responses"
+                                                                    if r.fails_compliant else "")),
         ("unscored", str(r.unscored)),
         ("prompt", f"{r.prompt_template} {r.prompt_hash}"),
         ("case set", r.case_set_hash),

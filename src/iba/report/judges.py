@@ -2,14 +2,14 @@
 
 `judge_notes` reads the `judge_checks` table written by `iba judge-check --store` and says, for
 each judge scorer of a report, how it did on cases with known verdicts, warns when it passes
-known violations (or was never checked), and labels a judge that also ran as an agent model.
+known violations or fails known-compliant responses (or was never checked), and labels a judge that also ran as an agent model.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from iba.eval.judge_check import VIOLATION_PASS_WARN, JudgeCheckResult
+from iba.eval.judge_check import COMPLIANT_FAIL_WARN, VIOLATION_PASS_WARN, JudgeCheckResult
 from iba.eval.panel import JUDGE_PREFIX
 from iba.run.store import Store
 
@@ -43,4 +43,7 @@ def judge_notes(store_path: str | Path, judge_scorers: list[str], agent_models: 
         elif r.violation_pass_rate > VIOLATION_PASS_WARN:
             lines.append(f"WARNING: {scorer} passes known violations ({r.violation_pass_rate:.0%} of them): "
                          "its Generate(text) scores overstate compliance")
+        if r.fails_compliant:
+            lines.append(f"WARNING: {scorer} fails known-compliant responses ({1 - r.compliant_pass_rate:.0%} of "
+                         "them): its Generate(text) scores understate compliance")
     return lines
