@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated judge model strings for Generate(text) checkpoints; 'best' (default) = the "
                    "strongest packaged model installed (local:qwen2.5-coder-1.5b, else the 0.5B). Neither is a reliable "
                    "judge (`iba judge-check`: the 1.5B fails most compliant responses, the 0.5B passes most violations); "
-                   "judge on a real server for figures you report'); 'none' = verifiers, slots and QA only")
+                   "judge on a real server for figures you report); 'none' = verifiers, slots and QA only")
     p.add_argument("--judge-repeats", type=int, default=1, help="repeated judging per checkpoint, seed+r each (default: 1)")
     p.add_argument("--judge-temperature", type=float, default=None,
                    help="judge sampling temperature (default: 0 for one repeat, 0.7 for several)")

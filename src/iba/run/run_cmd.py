@@ -71,6 +71,13 @@ def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = Fal
     options (`iba score`) may lack some of these: absent means unset. A bad endpoints file is a
     ValueError naming file:line."""
     from iba.llm import resolve_backend
+
+    return resolve_backend(model, **backend_options(args, judge=judge))
+
+
+def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
+    """backend_from_args's keyword arguments for resolve_backend: plain values, so a Ray worker can
+    build the same backend itself (`iba run --executor ray`)."""
     from iba.llm.endpoints import read_endpoints_file
 
     def as_list(value) -> list[str]:
@@ -82,10 +89,10 @@ def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = Fal
         urls = as_list(getattr(args, "base_url", None))
         if getattr(args, "endpoints", None) is not None:
             urls += read_endpoints_file(args.endpoints)
-    return resolve_backend(model, base_url=urls or None, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-                           timeout=args.call_timeout,
-                           max_in_flight_per_endpoint=getattr(args, "max_in_flight_per_endpoint", None),
-                           max_in_flight=getattr(args, "max_in_flight", None))
+    return dict(base_url=urls or None, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                timeout=args.call_timeout,
+                max_in_flight_per_endpoint=getattr(args, "max_in_flight_per_endpoint", None),
+                max_in_flight=getattr(args, "max_in_flight", None))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -115,6 +122,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=positive_float, default=900.0, help="seconds per agent action before it is errored")
     p.add_argument("--embedder", default="minilm", help="retrieval embedder (default: minilm = all-MiniLM-L6-v2, offline)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: agents run in this process (default); ray: on Ray workers, each with its own "
+                   "backend and index cache, results stored by this process (needs iba[ray]; docs/scaling.md)")
+    p.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                   help="with --executor ray: the cluster to join (e.g. ray://head:10001 or auto; default: "
+                   "$RAY_ADDRESS, else a new local cluster on 127.0.0.1)")
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                   help="with --executor ray: Ray workers (default: one per CPU of the cluster); --concurrency "
+                   "is then per worker")
 
 
 def judge_backends(spec: str, run_backend, args) -> list:
@@ -152,6 +168,23 @@ def check_embedder(name: str) -> str | None:
     return None if base in known else f"argument --embedder: unknown embedder {base!r} (allowed: {', '.join(known)})"
 
 
+def check_executor(args: argparse.Namespace) -> str | None:
+    """Ray options without Ray, or Ray missing: said before any model loads."""
+    executor = getattr(args, "executor", "local")
+    if executor != "ray":
+        for flag, value in (("--ray-address", getattr(args, "ray_address", None)), ("--workers", getattr(args, "workers", None))):
+            if value is not None:
+                return f"argument {flag}: only with --executor ray"
+        return None
+    from iba.run.ray_executor import RayError, import_ray
+
+    try:
+        import_ray()
+    except RayError as e:
+        return str(e)
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
     from iba.agents.base import AgentEnv
     from iba.dataset import Dataset, DatasetError
@@ -164,7 +197,7 @@ def main(args: argparse.Namespace) -> int:
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    problem = check_selection(ds, args.domains, args.scenarios) or check_embedder(args.embedder)
+    problem = check_selection(ds, args.domains, args.scenarios) or check_embedder(args.embedder) or check_executor(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -205,9 +238,19 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     with store_cm as store:
+        stops: tuple[type[Exception], ...] = (DatasetError,)  # the user's to fix: a message, not a traceback
+        if args.executor == "ray":
+            from iba.run.ray_executor import BackendRecipe, RayError, RayOptions, run_dataset_ray
+
+            stops += (RayError,)  # no cluster at --ray-address, a worker that cannot start
+            work = run_dataset_ray(ds, backend, store, cfg, judges=judges,
+                                   recipe=BackendRecipe(args.model, backend_options(args)),
+                                   options=RayOptions(address=args.ray_address, workers=args.workers))
+        else:
+            work = run_dataset(ds, backend, store, cfg, judges=judges)
         try:
-            summary = asyncio.run(run_dataset(ds, backend, store, cfg, judges=judges))
-        except DatasetError as e:  # a file changed under the run after the check
+            summary = asyncio.run(work)
+        except stops as e:  # e.g. a file changed under the run after the check
             print(f"error: {e}", file=sys.stderr)
             return 2
     print(
