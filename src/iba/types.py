@@ -357,6 +357,9 @@ class RunRecord(Strict):
     status: Literal["ok", "failed", "errored"]
     action: Action | None = None
     error: str | None = None  # the failure's or fault's message (status failed or errored)
+    # the steps that ran before an agent raised (no action to carry them): what it retrieved and
+    # extracted still counts in the report's attribution
+    partial_trace: list[TraceStep] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
     prompt_hashes: dict[str, str] = Field(default_factory=dict)

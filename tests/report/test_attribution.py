@@ -225,3 +225,27 @@ async def test_reads_the_traces_the_agents_write(tmp_path):
     rag = await RagAgent(env(ScriptedBackend(lambda m, k: "ok"), tmp_path), size="64", overlap="10").act(TEXT_TASK, hist)
     hits = next(s for s in rag.trace if s.step == "similarity_retrieve").outputs
     assert kept_turns(rag.trace) == {t for h in hits for t in h["turn_ids"]} and preference_text(rag.trace) is None
+
+
+def test_a_failed_run_is_attributed_from_its_partial_trace(tmp_path):
+    """A run that retrieved, then raised: its targets are attributable from RunRecord.partial_trace
+    (and applied 0), where before the runner kept no steps and they were left out."""
+    from iba.run.store import Store
+    from iba.types import RunRecord, ScoreRecord, Verdict
+
+    ds, path, _ = build(tmp_path)
+    with Store(path) as s:
+        did = next(iter(s.runs("main"))).dataset
+        for iid, partial in (("w1", agent_trace(["u1-t10"], ["u1-t10"], None)), ("w2", [])):
+            rk = f"iba-fc-{iid}"
+            s.put_run(RunRecord(key=rk, run="main", dataset=did, instance_id=iid, user_id="u1", domain="writing",
+                                scenario="technical_documentation" if iid == "w1" else "diary", agent="iba-fc",
+                                model="m", status="failed", error="AgentError: bad JSON", partial_trace=partial,
+                                started_at=NOW, iba_version="0"))
+            n = 2 if iid == "w1" else 3
+            s.put_score(ScoreRecord(run_key=rk, scorer="judge:J1", score=0.0, verdicts=[
+                Verdict(target=f"c{i + 1}", kind="checkpoint", judge="J1", passed=False) for i in range(n)]))
+    t = attribution_table(load_report_data(path, [ds]))
+    row = next(r for r in t.rows if r[0].startswith("iba-fc"))
+    # w1's two checkpoints come from its partial trace; w2 raised before retrieving: not attributable
+    assert [t.text(v) for v in row[1:3]] == ["5", "2"]

@@ -4,12 +4,12 @@ import json
 import pytest
 
 from iba import registry
-from iba.agents.base import Agent
+from iba.agents.base import Agent, AgentEnv
 from iba.dataset import Dataset
 from iba.llm.base import LLMError
-from iba.run.runner import RunConfig, run_dataset
+from iba.run.runner import RunConfig, run_dataset, run_one
 from iba.run.store import Store
-from iba.types import Action
+from iba.types import Action, TaskView
 from tests.fakes import ScriptedBackend
 from tests.run.helpers import SECRET_EXPECTED, tiny_dataset
 
@@ -169,3 +169,26 @@ def test_unknown_agent_lists_choices(tmp_path):
     ds = Dataset(tiny_dataset(tmp_path / "ds"))
     with Store(tmp_path / "s.sqlite") as store, pytest.raises(KeyError, match="choose from:.*rag"):
         _run(ds, store, agents=["nope"])
+
+
+def test_a_failed_record_keeps_the_steps_that_ran():
+    from iba.agents.trace import Trace
+    from iba.llm.structured import StructuredOutputError
+
+    class Halfway(Agent):
+        name = "halfway"
+
+        async def act(self, task, history):
+            trace = Trace()
+            with trace.step("similarity_retrieve", {"query": task.query}) as st:
+                st.outputs = [{"turn_ids": ["u0-s0-t0"]}]
+            with trace.step("extract_preferences"):
+                raise StructuredOutputError("the reply never validated")
+
+    task = TaskView(instance_id="i0", user_id="u0", domain="d", scenario="s", scenario_name="S", query="q",
+                    action="generate", now="2025-02-01T09:00:00")
+    rec = asyncio.run(run_one(Halfway(AgentEnv(backend=ScriptedBackend([]))), "halfway", task, [], dataset="d",
+                              model="m", trial=0, cfg=RunConfig(agents=["halfway"], progress=False)))
+    assert rec.status == "failed" and rec.action is None
+    assert [s.step for s in rec.partial_trace] == ["similarity_retrieve", "extract_preferences"]
+    assert rec.partial_trace[1].error and rec.partial_trace[0].outputs == [{"turn_ids": ["u0-s0-t0"]}]

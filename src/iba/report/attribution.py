@@ -8,8 +8,9 @@ One *target* is one checkpoint (Generate) or slot (CallAPI) of one trial of one 
   is among the turns the agent *kept* for its answer: the passages the salience reranker retained
   (the last `rerank_salience` step: iba, iba-fc), not everything its searches returned; without a
   rerank step, the union of the `similarity_retrieve` results (rag, iba?retrieval=false).
-  None (not attributable) when the trace records no retrieval (direct, external agents, and failed
-  runs, whose steps the runner does not store) or the target has no located gold evidence.
+  None (not attributable) when the trace records no retrieval (direct, external agents, errored
+  runs, failed runs that raised before retrieving) or the target has no located gold evidence.
+  A failed run's steps before it raised are read from `RunRecord.partial_trace`.
 - named: the agent's extracted preferences (the last `extract_preferences` step: the resolved
   current preferences, else the raw extraction) name the gold value; see `names`. None when the
   trace has no extraction step (rag, iba?btda=false).
@@ -132,7 +133,7 @@ def attribute(data: ReportData) -> list[Target]:
             continue
         gold = _gold(inst.key)
         for run in inst.trials:
-            steps = run.action.trace if run.action is not None else []
+            steps = run.action.trace if run.action is not None else run.partial_trace
             kept, prefs = kept_turns(steps), preference_text(steps)
             for tid, value in target_passes(inst, run, data.judges).items():
                 if tid not in gold:
@@ -210,7 +211,7 @@ def attribution_table(data: ReportData, targets: list[Target] | None = None) -> 
         "(retrieved, \u2192 also named, \u2192 also named and applied) are shares of the attributable targets; "
         "applied is the share of all targets. Rows without a retrieval trace (direct, external agents) show only "
         "applied; rows whose trace has no preference extraction show \u2013 for the funnel's later steps. "
-        + (f"Not attributable (no trace, as for failed runs, or no located gold evidence): {'; '.join(partial)}. "
+        + (f"Not attributable (no retrieval in the trace, as for runs that failed before retrieving, or no located gold evidence): {'; '.join(partial)}. "
            if partial else "")
         + data.left_out_note()
     )

@@ -127,6 +127,7 @@ async def run_one(
     error: str | None = None
     status = "ok"
     usage: Usage | None = None
+    partial: list[Any] = []
     try:
         with cancel.scope() as stop_work:  # the action's threads see it (iba.cancel)
             try:
@@ -144,8 +145,10 @@ async def run_one(
         error = f"{type(e).__name__}: {e}"
         tb = traceback.format_exc(limit=3)
         error += "\n" + tb[-1500:]
-        # the steps that ran before the exception (agents.trace attaches them): their calls count
-        usage = _usage_of(None, getattr(e, "iba_trace", None) or [])
+        # the steps that ran before the exception (agents.trace attaches them): their calls count,
+        # and a failed record keeps them for the report's attribution
+        partial = list(getattr(e, "iba_trace", None) or [])
+        usage = _usage_of(None, partial)
     return RunRecord(
         key=run_key(dataset, task.instance_id, spec, model, trial),
         run=cfg.run,
@@ -161,6 +164,7 @@ async def run_one(
         status=status,  # type: ignore[arg-type]
         action=action if status != "errored" else None,
         error=error,
+        partial_trace=partial if status == "failed" else [],
         usage=usage if usage is not None else _usage_of(action),
         latency_s=round(time.perf_counter() - t0, 3),
         prompt_hashes=_prompt_hashes(action),
