@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "judge-check": ("iba.eval.judge_check_cmd", "calibrate a judge on fixed cases with known verdicts (false-pass rate)"),
     "report": ("iba.report.cli", "tables, plots and an HTML report from stored runs"),
     "eval-retrieval": ("iba.retrieval.cli", "recall@k of gold evidence for each retrieval method"),
+    "index": ("iba.retrieval.index_cmd", "embed the histories into the retrieval index cache ahead of a run (in parallel)"),
     "import": ("iba.adapters.cli", "import external data (PrefEval) as an IBA dataset"),
 }
 

@@ -82,7 +82,7 @@ class HistoryIndex:
             return hit
         if cache_dir is None:
             return _lru_put(key, cls._embed(key, history, emb, unit, size, overlap))
-        path = Path(cache_dir) / "index" / f"{key}.npz"
+        path = index_path(cache_dir, key)
         with _file_lock(path.with_suffix(".lock")):
             hit = _lru_get(key)  # another thread may have finished while we waited
             if hit is not None:
@@ -92,6 +92,29 @@ class HistoryIndex:
                 index = cls._embed(key, history, emb, unit, size, overlap)
                 index._save(path)
             return _lru_put(key, index)
+
+    @classmethod
+    def ensure_cached(
+        cls,
+        history: Sequence[Turn],
+        embedder: Embedder | str = "minilm",
+        cache_dir: str | Path = ".iba-cache",
+        unit: Unit = "token",
+        size: int = CHUNK_TOKENS,
+        overlap: int = CHUNK_OVERLAP,
+    ) -> tuple[str, int | None]:
+        """Put the index of `history` in the disk cache, as `build` would (same key, file and lock),
+        without keeping it in memory (`iba index` builds many); (key, chunks embedded now), or
+        (key, None) when a readable entry was there already."""
+        emb = get_embedder(embedder) if isinstance(embedder, str) else embedder
+        key = history_key(history, emb.name, unit, size, overlap)
+        path = index_path(cache_dir, key)
+        with _file_lock(path.with_suffix(".lock")):
+            if cls._load(path, key, emb) is not None:
+                return key, None
+            index = cls._embed(key, history, emb, unit, size, overlap)
+            index._save(path)
+            return key, len(index)
 
     @classmethod
     def _embed(
@@ -178,6 +201,10 @@ class HistoryIndex:
                 hits = [(int(i), s) for i, s in fused[:k]]
             results.append([self.passage(i, s, q) for i, s in hits])
         return results
+
+
+def index_path(cache_dir: str | Path, key: str) -> Path:
+    return Path(cache_dir) / "index" / f"{key}.npz"
 
 
 def _lru_get(key: str) -> HistoryIndex | None:

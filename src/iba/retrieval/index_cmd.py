@@ -1,0 +1,215 @@
+"""`iba index DATASET`: embed the users' histories into the retrieval index cache ahead of a run.
+
+It writes exactly the entries the agents would (HistoryIndex.ensure_cached: the same key, file and
+lock as HistoryIndex.build), so a later `iba run` with the same --cache-dir, --embedder and
+chunking embeds no history. Histories are independent, so they are built in parallel: a process
+pool (--processes) or Ray tasks (--executor ray); the cache's atomic writes and per-key locks let
+any number of builders, and runs, share one cache directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+# BLAS thread variables: a pool of P processes on C cores gets C // P threads each, not C each
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", type=Path, help="dataset directory (from `iba build` or `iba import`)")
+    p.add_argument("--users", type=_positive_int, default=None, metavar="N",
+                   help="only N users drawn with --seed (the sample `iba eval-retrieval --users N` takes; "
+                   "default: every user with an instance)")
+    p.add_argument("--seed", type=int, default=42, help="seed for --users (default 42)")
+    p.add_argument("--processes", type=_positive_int, default=1, metavar="P",
+                   help="histories embedded at once, one process each (default 1: in this process)")
+    p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
+                   help="the cache `iba run --cache-dir` reads (default: .iba-cache); indexes go to CACHE/index")
+    p.add_argument("--embedder", default="minilm", help="the run's --embedder (default: minilm)")
+    p.add_argument("--unit", choices=("token", "turn", "session"), default="token",
+                   help="retrieval unit, as the agents' unit= option (default: token)")
+    p.add_argument("--size", type=_positive_int, default=None,
+                   help="tokens per chunk, as the agents' size= option (default 256)")
+    p.add_argument("--overlap", type=int, default=None, help="token overlap, as the agents' overlap= option (default 50)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="ray: one Ray task per history instead of the process pool (needs iba[ray])")
+    p.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                   help="with --executor ray: the cluster to join (default: $RAY_ADDRESS, else a local one)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def build_one(root: str, user_id: str, embedder: str, cache_dir: str, unit: str, size: int, overlap: int,
+              table: dict | None = None) -> tuple[str, int, str, int | None, float]:
+    """One user's index into the cache: (user, turns, key, chunks embedded or None if cached, seconds).
+    Runs in a pool process or a Ray task: it reads the history itself (paths, not turns, travel)."""
+    from iba.dataset import Dataset
+    from iba.retrieval.index import HistoryIndex
+
+    if table:
+        _restore_registry(table)
+    t0 = time.perf_counter()
+    history = Dataset(root).history(user_id)
+    key, chunks = HistoryIndex.ensure_cached(history, embedder, cache_dir, unit=unit, size=size, overlap=overlap)  # type: ignore[arg-type]
+    return user_id, len(history), key, chunks, time.perf_counter() - t0
+
+
+def _registry_table() -> dict:
+    """The registry's name -> "module:attr" strings, for worker processes (an embedder registered by
+    a script or a test resolves there too); the registry has no public accessor for them."""
+    from iba import registry
+
+    return {kind: dict(entries) for kind, entries in registry._REGISTRY.items()}
+
+
+def _restore_registry(table: dict) -> None:
+    from iba import registry
+
+    for kind, entries in table.items():
+        for name, target in entries.items():
+            registry.register(kind, name, target)
+
+
+def _init_process(threads: int, table: dict) -> None:
+    # before numpy loads in this fresh (spawned) process, so its BLAS starts with this many threads
+    for var in _THREAD_VARS:
+        os.environ.setdefault(var, str(threads))
+    _restore_registry(table)
+
+
+def _count_lines(path: Path) -> int:
+    """Turns of a history file without parsing it (for the progress bar's total)."""
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())
+
+
+def main(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from iba import registry
+    from iba.dataset import Dataset, DatasetError
+    from iba.retrieval.chunking import CHUNK_OVERLAP, CHUNK_TOKENS
+    from iba.retrieval.cli import sample_users
+
+    try:
+        ds = Dataset(args.dataset)
+        instances = ds.instances
+    except DatasetError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    base = args.embedder.partition("?")[0]
+    if base not in registry.names("embedders"):
+        print(f"error: argument --embedder: unknown embedder {base!r} (allowed: {', '.join(registry.names('embedders'))})",
+              file=sys.stderr)
+        return 2
+    if args.overlap is not None and args.overlap < 0:
+        print("error: argument --overlap: must be >= 0", file=sys.stderr)
+        return 2
+    if args.executor != "ray" and args.ray_address:
+        print("error: argument --ray-address: only with --executor ray", file=sys.stderr)
+        return 2
+    if args.users:
+        instances = sample_users(list(instances), args.users, args.seed)
+    users = list(dict.fromkeys(t.user_id for t in instances))
+    try:
+        sizes = {u: _count_lines(ds.history_path(u)) for u in users}
+    except OSError as e:
+        print(f"error: cannot read a history: {e}", file=sys.stderr)
+        return 2
+    # the longest first: the last history to finish is then a short one, and the workers end together
+    users.sort(key=lambda u: -sizes[u])
+    size = args.size or CHUNK_TOKENS
+    overlap = CHUNK_OVERLAP if args.overlap is None else args.overlap
+    jobs = [(str(Path(ds.root).resolve()), u, args.embedder, str(Path(args.cache_dir).resolve()), args.unit, size, overlap)
+            for u in users]
+
+    bar = tqdm(total=sum(sizes.values()), unit="turn", desc="index", disable=args.quiet)
+    built = cached = chunks = turns_built = 0
+    start = time.perf_counter()
+    try:
+        for user, turns, _key, made, _secs in _results(args, jobs):
+            if made is None:
+                cached += 1
+            else:
+                built += 1
+                chunks += made
+                turns_built += turns
+            bar.update(sizes[user])
+            bar.set_postfix(built=built, cached=cached)
+    except DatasetError as e:
+        bar.close()
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:  # an embedder that cannot load (its package missing) says what to install
+        bar.close()
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    bar.close()
+    wall = time.perf_counter() - start
+    where = "Ray" if args.executor == "ray" else f"{args.processes} process{'es' if args.processes > 1 else ''}"
+    rate = f"{turns_built / wall:.1f} turns/s" if turns_built and wall > 0 else "nothing to embed"
+    print(f"{len(users)} histories ({sum(sizes.values())} turns): {built} embedded ({turns_built} turns, {chunks} "
+          f"{args.unit} units), {cached} already in the cache; {wall:.1f}s, {rate} with {where}, "
+          f"embedder {args.embedder}; cache: {Path(args.cache_dir) / 'index'}")
+    return 0
+
+
+def _results(args: argparse.Namespace, jobs: list[tuple]):
+    """build_one's results as they finish, in this process, a process pool, or Ray tasks."""
+    if args.executor == "ray":
+        yield from _ray_results(args, jobs)
+        return
+    if args.processes == 1 or len(jobs) <= 1:
+        for job in jobs:
+            yield build_one(*job)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    procs = min(args.processes, len(jobs))
+    threads = max(1, (os.cpu_count() or 1) // procs)
+    # spawn, not fork: a forked child would inherit this process's BLAS and tokenizer threads' state
+    with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_init_process, initargs=(threads, _registry_table())) as pool:
+        futures = [pool.submit(build_one, *job) for job in jobs]
+        try:
+            for fut in as_completed(futures):
+                yield fut.result()
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            raise
+
+
+def _ray_results(args: argparse.Namespace, jobs: list[tuple]):
+    from iba.run.ray_executor import RayError, import_ray, init_ray
+
+    try:
+        ray = import_ray()
+        started = init_ray(args.ray_address)
+    except RayError as e:
+        raise RuntimeError(str(e)) from None
+    try:
+        task = ray.remote(num_cpus=1)(build_one)
+        table = _registry_table()
+        pending = [task.remote(*job, table) for job in jobs]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,284 @@
+"""`iba run --executor ray`: the local executor's run, with the agents spread over a Ray cluster.
+
+The driver (the `iba run` process) does everything around the agents exactly as the local
+executor does, with the same code (runner.plan_run, runner.finish): the work list and its keys,
+--retry-errored, resume and rescoring, a claim in the store before an item goes out, storing and
+scoring each record that comes back. So SQLite keeps a single writer, and a run interrupted under
+one executor finishes under the other with one record per key.
+
+Each worker is a Ray actor that builds its own backend from the model string and options (a
+llama.cpp model loads inside the actor; a backend is never pickled), its own agents, and reads
+histories from the dataset path. Retrieval indexes go to the on-disk index cache, whose writes are
+atomic and locked per key, so workers on one host (or on a shared filesystem) embed each history once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import re
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iba import registry
+from iba.agents.base import Agent, AgentEnv
+from iba.dataset import Dataset
+from iba.llm.base import Backend
+from iba.run.runner import (
+    Plan,
+    RunConfig,
+    RunSummary,
+    WorkItem,
+    claim_ttl,
+    errored_record,
+    finish,
+    make_agent,
+    plan_run,
+    progress_bar,
+    run_one,
+)
+from iba.run.store import Store
+from iba.types import RunRecord, TaskView, Turn
+
+RAY_INSTALL = "pip install 'iba[ray]'"
+# A worker process that dies (OOM kill, a crash in native code) is restarted by Ray, up to
+# MAX_RESTARTS times, and the items it had in flight are sent again once (TASK_RETRIES): a death
+# caused by another item costs nothing, and an item that kills its worker on every attempt ends
+# as an errored record instead of taking the run down.
+MAX_RESTARTS = 10
+TASK_RETRIES = 1
+
+
+class RayError(RuntimeError):
+    """Ray cannot run this: not installed, no cluster at the address, a worker that cannot start."""
+
+
+class RayMissing(RayError):
+    """Ray is not installed in this environment."""
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayMissing(f"--executor ray needs Ray, which is not installed: install iba[ray] ({RAY_INSTALL})") from None
+    return ray
+
+
+@dataclass(frozen=True)
+class BackendRecipe:
+    """How a worker builds its own backend: `resolve_backend(model, **options)`."""
+
+    model: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def build(self) -> Backend:
+        from iba.llm import resolve_backend
+
+        return resolve_backend(self.model, **self.options)
+
+
+@dataclass
+class RayOptions:
+    address: str | None = None  # None: $RAY_ADDRESS if set, else a fresh local cluster on 127.0.0.1
+    workers: int | None = None  # actors; None: one per `cpus_per_worker` CPUs of the cluster
+    cpus_per_worker: float = 1.0
+
+
+def init_ray(address: str | None, num_cpus: int | None = None) -> bool:
+    """Connect to (or start) Ray unless this process already did; True when this call did it
+    (the caller then shuts it down). A local cluster listens on 127.0.0.1 only."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    try:
+        if address is None:
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
+                     logging_level="WARNING")
+        else:
+            ray.init(address=address, logging_level="WARNING")
+    except (ConnectionError, ValueError) as e:
+        where = f"at {address!r}" if address else "locally"
+        raise RayError(f"cannot start or join a Ray cluster {where}: {e}; check --ray-address "
+                       "(or $RAY_ADDRESS), or leave it out for a local cluster") from None
+    return True
+
+
+def registry_table() -> dict[str, dict[str, str]]:
+    """The driver's registry (names -> "module:attr" strings), so a worker resolves agents, backends
+    and embedders registered in the driver (by a script or a test) the same way. The registry has
+    no public accessor for it; the strings are all a worker needs."""
+    return {kind: dict(table) for kind, table in registry._REGISTRY.items()}
+
+
+def restore_registry(table: dict[str, dict[str, str]]) -> None:
+    for kind, entries in table.items():
+        for name, target in entries.items():
+            registry.register(kind, name, target)
+
+
+class RayWorker:
+    """One Ray actor: its own backend, agents and histories; runs one item per call."""
+
+    def __init__(self, dataset_root: str, recipe: BackendRecipe, cfg: RunConfig,
+                 table: dict[str, dict[str, str]]) -> None:
+        restore_registry(table)
+        self.ds = Dataset(dataset_root)
+        self.backend = recipe.build()
+        self.cfg = cfg
+        self.agents: dict[tuple[str, int], Agent] = {}
+        self.histories: dict[str, list[Turn]] = {}
+
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    def _agent(self, spec: str, trial: int) -> Agent:
+        if (spec, trial) not in self.agents:
+            env = AgentEnv(backend=self.backend, cache_dir=self.cfg.cache_dir, embedder=self.cfg.embedder,
+                           seed=self.cfg.seed + trial)
+            self.agents[(spec, trial)] = make_agent(spec, env)
+        return self.agents[(spec, trial)]
+
+    async def run(self, spec: str, task_json: str, trial: int, dataset: str) -> str:
+        """The RunRecord (as JSON: no pickled pydantic across versions) of one item."""
+        task = TaskView.model_validate_json(task_json)
+        if task.user_id not in self.histories:
+            self.histories[task.user_id] = self.ds.history(task.user_id)
+        rec = await run_one(self._agent(spec, trial), spec, task, self.histories[task.user_id],
+                            dataset=dataset, model=self.backend.model_id, trial=trial, cfg=self.cfg)
+        return rec.model_dump_json()
+
+
+def worker_recipe(recipe: BackendRecipe, cpus_per_worker: float) -> BackendRecipe:
+    """An embedded model gets the worker's CPUs as threads (llama.cpp would take every core of the
+    host in each worker); paths become absolute, since workers may start elsewhere."""
+    options = dict(recipe.options)
+    if recipe.model.startswith("local:") and options.get("n_threads") is None:
+        options["n_threads"] = max(1, int(cpus_per_worker))
+    if options.get("cache_dir") is not None:
+        options["cache_dir"] = Path(options["cache_dir"]).resolve()
+    return BackendRecipe(recipe.model, options)
+
+
+async def run_dataset_ray(
+    ds: Dataset,
+    backend: Backend,
+    store: Store,
+    cfg: RunConfig,
+    *,
+    recipe: BackendRecipe,
+    options: RayOptions | None = None,
+    judges: Sequence[Backend] = (),
+) -> RunSummary:
+    """run_dataset's work on Ray workers: the same plan, keys, claims, records and scores.
+
+    `backend` is the driver's (its model id makes the keys; judges may reuse it, and a local model
+    loads in the driver only if it judges); `recipe` builds each worker's own."""
+    options = options or RayOptions()
+    ray = import_ray()  # before any work: a missing extra is a one-line error, not a half-done run
+    plan = await plan_run(ds, backend.model_id, store, cfg, judges=judges)
+    summary = plan.summary
+    for spec in cfg.agents:  # fail fast on a bad agent spec, in the driver, before any worker starts
+        make_agent(spec, AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed))
+    bar = progress_bar(plan, cfg)
+    started = False
+    actors: list[Any] = []
+    try:
+        if plan.todo:
+            started = init_ray(options.address, options.workers)
+            actors = _start_workers(ray, ds, cfg, recipe, options, len(plan.todo))
+            await _check_workers(actors, backend.model_id)
+            await _drive(actors, plan, store, cfg, bar, judges)
+    finally:
+        bar.close()
+        for actor in actors:
+            ray.kill(actor)
+        if started:
+            ray.shutdown()
+    summary.wall_s = round(time.perf_counter() - plan.t_start, 2)
+    return summary
+
+
+def _start_workers(ray: Any, ds: Dataset, cfg: RunConfig, recipe: BackendRecipe, options: RayOptions,
+                   items: int) -> list[Any]:
+    cpus = max(float(options.cpus_per_worker), 0.0)
+    n = options.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // max(cpus, 1.0)))
+    n = max(1, min(n, items))  # no idle workers loading a model for nothing
+    # workers get absolute paths (they may run elsewhere) and no progress bars of their own
+    wcfg = dataclasses.replace(cfg, cache_dir=Path(cfg.cache_dir).resolve(), progress=False)
+    actor_cls = ray.remote(num_cpus=cpus, max_restarts=MAX_RESTARTS, max_task_retries=TASK_RETRIES,
+                           max_concurrency=max(1, cfg.concurrency))(RayWorker)
+    table = registry_table()
+    root = str(Path(ds.root).resolve())
+    wrecipe = worker_recipe(recipe, cpus)
+    return [actor_cls.remote(root, wrecipe, wcfg, table) for _ in range(n)]
+
+
+async def _check_workers(actors: list[Any], model_id: str) -> None:
+    """A worker that cannot start (no model file on its node, a bad option) stops the run here, with
+    Ray's message, instead of erroring every item; and its keys must be the driver's."""
+    from ray.exceptions import RayActorError
+
+    try:
+        ids = await asyncio.gather(*(a.model_id.remote() for a in actors))
+    except RayActorError as e:
+        raise RayError(f"a Ray worker could not start (nothing was run): {_cause(e)}") from None
+    for got in ids:
+        if got != model_id:
+            raise RayError(f"a Ray worker built model {got!r} but the driver has {model_id!r}: "
+                           "their run keys would differ; give every node the same model string and options")
+
+
+def _cause(e: BaseException) -> str:
+    """The exception at the bottom of Ray's message (its traceback lines are the worker's, not news)."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in str(e).splitlines()]
+    last = max((i for i, line in enumerate(lines) if re.match(r"[A-Za-z_][\w.]*(Error|Exception)\b", line)), default=None)
+    return "\n".join(lines[last:]) if last is not None else (lines[0] if lines else type(e).__name__)
+
+
+async def _drive(actors: list[Any], plan: Plan, store: Store, cfg: RunConfig, bar: Any,
+                 judges: Sequence[Backend]) -> None:
+    """Keep `cfg.concurrency` items in flight on each worker; claim each just before it goes out
+    (a claim made long before its turn could expire while it waits in a queue)."""
+    from ray.exceptions import RayActorError
+
+    queue: deque[WorkItem] = deque(plan.todo)
+    summary = plan.summary
+
+    async def feed(actor: Any) -> None:
+        while queue:
+            item = queue.popleft()
+            if not store.claim(item.key, claim_ttl(cfg)):  # another process runs it (or just stored it)
+                summary.elsewhere += 1
+                bar.update(1)
+                continue
+            try:
+                try:
+                    rec = RunRecord.model_validate_json(
+                        await actor.run.remote(item.spec, item.task.model_dump_json(), item.trial, plan.dataset))
+                except RayActorError as e:  # its worker died under it on every attempt
+                    rec = errored_record(item.spec, item.task, dataset=plan.dataset, model=plan.model,
+                                         trial=item.trial, cfg=cfg,
+                                         error=f"{type(e).__name__}: the Ray worker died while running this item "
+                                               f"({1 + TASK_RETRIES} attempts): {str(e).splitlines()[0] if str(e) else ''}")
+                if rec.key != item.key:  # _check_workers makes this impossible; a wrong key would be stored forever
+                    raise RuntimeError(f"a Ray worker returned key {rec.key} for {item.key}")
+                await finish(plan, rec, store, cfg, bar, judges=judges)
+            finally:
+                store.release(item.key)
+
+    feeders = [asyncio.ensure_future(feed(a)) for a in actors for _ in range(max(1, cfg.concurrency))]
+    try:
+        await asyncio.gather(*feeders)
+    except BaseException:
+        # stop the others too (their claims are released) before the workers are killed
+        for f in feeders:
+            f.cancel()
+        await asyncio.gather(*feeders, return_exceptions=True)
+        raise
