@@ -242,3 +242,24 @@ def test_judges_without_a_calibration_are_warned(report):
     out, _ = report
     md = (out / "judges.md").read_text()
     assert "J1" in md and "WARNING" in md and "iba judge-check" in md
+
+
+def test_qa_vs_task_uses_the_probes_every_row_answered(tmp_path):
+    """iba answered q1 only: rag's QA accuracy is then over q1 as well (not over q1 and q2)."""
+    from iba.report.analyses import qa_vs_task
+    from iba.report.data import load_report_data
+    from iba.run.store import Store
+    from iba.types import Action, RunRecord, ScoreRecord, Verdict
+    from tests.report.fixed_store import build
+
+    ds, path, did = build(tmp_path)
+    with Store(path) as s:
+        s.put_run(RunRecord(key="iba-w1-q1", run="main", dataset=did, instance_id="w1::qa::q1", user_id="u1",
+                            domain="writing", scenario="technical_documentation", agent="iba", model="m",
+                            status="ok", action=Action(kind="generate", text="Answer: B"),
+                            started_at="2025-01-01T00:00:00", iba_version="0"))
+        s.put_score(ScoreRecord(run_key="iba-w1-q1", scorer="qa", score=0.0,
+                                verdicts=[Verdict(target="q1", kind="qa", judge="qa-parse", passed=False)]))
+    series = qa_vs_task(load_report_data(path, [ds]))
+    assert series["rag (m)"]["QA"] == (100.0, 1) and series["iba (m)"]["QA"] == (0.0, 1)
+    assert "iba?retrieval=false (m)" not in series  # asked no probes

@@ -17,7 +17,7 @@ from itertools import combinations
 from iba.eval.agreement import agreement_summary
 from iba.eval.aggregate import mean
 from iba.eval.qa import split_qa_id
-from iba.report.data import Instance, ReportData
+from iba.report.data import Instance, ReportData, RowKey
 from iba.report.table import Table
 
 Series = dict[str, dict[str, tuple[float | None, int]]]
@@ -109,21 +109,24 @@ def static_dynamic(data: ReportData) -> Series:
 
 
 def qa_vs_task(data: ReportData) -> Series:
-    """Per row: QA accuracy over its scored QA runs, and the task score of the same instances."""
-    out: Series = {}
+    """Per row: QA accuracy and the task score on the same footing for every row: the probes every
+    row has a scored answer for, whose instances are among the compared ones."""
+    kept = {(i.dataset, i.instance_id) for i in data.compared}
+    answered: dict[RowKey, dict[tuple[str, str], float]] = {}
+    for r in data.qa_runs:
+        vals = [s.score for s in data.scores.get(r.key, []) if s.scorer == "qa" and s.score is not None]
+        if vals and (r.dataset, split_qa_id(r.instance_id)[0]) in kept:
+            answered.setdefault(data.row_keys[r.key], {})[(r.dataset, r.instance_id)] = vals[0]
+    rows = [row for row in data.rows if row in answered]
+    if not rows:
+        return {}
+    common = set.intersection(*(set(answered[row]) for row in rows))
     inst_by = {(i.row, i.dataset, i.instance_id): i for i in data.instances}
-    for row in data.rows:
-        qa_vals, asked = [], set()
-        for r in data.qa_runs:
-            if data.row_keys[r.key] != row:
-                continue
-            asked.add((r.dataset, split_qa_id(r.instance_id)[0]))
-            for s in data.scores.get(r.key, []):
-                if s.scorer == "qa" and s.score is not None:
-                    qa_vals.append(s.score)
-        if not asked:
-            continue
-        task = [inst_by[(row, d, iid)] for d, iid in sorted(asked) if (row, d, iid) in inst_by]
+    out: Series = {}
+    for row in rows:
+        qa_vals = [answered[row][p] for p in sorted(common)]
+        bases = sorted({(d, split_qa_id(iid)[0]) for d, iid in common})
+        task = [inst_by[(row, d, iid)] for d, iid in bases if (row, d, iid) in inst_by]
         out[row.label] = {
             "QA": ((100.0 * sum(qa_vals) / len(qa_vals)) if qa_vals else None, len(qa_vals)),
             "Task": _point(task, data.judges),
