@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     record = {"command": shlex.join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
               "dataset": str(args.dataset), "users": args.users, "seed": args.seed, "model": args.model,
               "agents": args.agents, "instances": sample}
-    (args.out / "sample.json").write_text(json.dumps(record, indent=1) + "\n")
+    if not args.report_only:  # the record names the command that ran the sample, not a later report
+        (args.out / "sample.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"sample: {len(sample)} instances from {args.users} personas (seed {args.seed}); agents: "
           f"{', '.join(args.agents)}; model {args.model}; store {args.out / 'agents.sqlite'}", flush=True)
     if not args.report_only:

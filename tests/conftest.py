@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -62,9 +63,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def llama_server(smollm_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A `python -m llama_cpp.server` with SmolLM2 on 127.0.0.1; yields its base URL (.../v1).
+def stop_process(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@contextmanager
+def llama_server_process(gguf: Path, log_dir: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    """Start `python -m llama_cpp.server` with `gguf` on a free 127.0.0.1 port, wait until it
+    answers, yield (process, base URL .../v1), stop it at the end (also if a test stopped it).
 
     chatml-function-calling (SmolLM2 speaks ChatML) makes tool calls work for both a named
     tool_choice and "auto"; response_format json_object with a schema is grammar-enforced.
@@ -74,10 +86,10 @@ def llama_server(smollm_gguf: Path, tmp_path_factory: pytest.TempPathFactory) ->
     except ImportError as e:
         pytest.skip(f"llama_cpp.server needs its extras ({e}); install with: pip install 'llama-cpp-python[server]'")
     port = _free_port()
-    log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
+    log_path = log_dir / f"server-{port}.log"
     cmd = [
         sys.executable, "-m", "llama_cpp.server",
-        "--model", str(smollm_gguf),
+        "--model", str(gguf),
         "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", "4096",
         "--chat_format", "chatml-function-calling",
@@ -101,11 +113,13 @@ def llama_server(smollm_gguf: Path, tmp_path_factory: pytest.TempPathFactory) ->
             if time.monotonic() > deadline:
                 pytest.fail(f"llama_cpp.server did not answer within {SERVER_START_TIMEOUT_S}s:\n{log_path.read_text()[-2000:]}")
             time.sleep(0.3)
-        yield base_url
+        yield proc, base_url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop_process(proc)
+
+
+@pytest.fixture(scope="session")
+def llama_server(smollm_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A `python -m llama_cpp.server` with SmolLM2 on 127.0.0.1; yields its base URL (.../v1)."""
+    with llama_server_process(smollm_gguf, tmp_path_factory.mktemp("llama_server")) as (_, base_url):
+        yield base_url

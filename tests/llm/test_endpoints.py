@@ -9,14 +9,11 @@ server terminated in the middle of a batch, `iba run` with one of its two server
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +23,7 @@ import pytest
 from iba.llm import resolve_backend
 from iba.llm.endpoints import _ROUND_OVER, EndpointPool, read_endpoints_file
 from iba.llm.retry import ModelConnectionError, ModelRequestRejected, ModelServerError, RetryPolicy
+from tests.conftest import _free_port, llama_server_process, stop_process
 from tests.llm.fake_server import FakeOpenAIServer, Reply, chat_reply
 from tests.llm.fault_proxy import Fault, FaultProxy
 
@@ -253,12 +251,6 @@ def _no_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # local servers need none
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _fast_retries(be, max_retries: int) -> None:
     be.retry_policy = RetryPolicy(max_retries=max_retries, base_delay=0.01, jitter=0.0)
 
@@ -471,43 +463,12 @@ class CountingProxy(FaultProxy):
 
 @contextmanager
 def _server(gguf: Path, log_dir: Path) -> Iterator[tuple[subprocess.Popen, str]]:
-    """A `python -m llama_cpp.server` with the tiny model on a free 127.0.0.1 port (as tests/conftest.py)."""
-    pytest.importorskip("llama_cpp.server.app", reason="pip install 'llama-cpp-python[server]'")
-    port = _free_port()
-    log_path = log_dir / f"server-{port}.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "4096", "--chat_format", "chatml-function-calling"]
-    env = {k: v for k, v in os.environ.items() if k.upper() != "API_KEY"}
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer within 120s:\n{log_path.read_text()[-2000:]}")
-            time.sleep(0.3)
-        yield proc, url
-    finally:
-        _stop(proc)
+    """A `python -m llama_cpp.server` with the tiny model on a free 127.0.0.1 port (tests/conftest.py)."""
+    with llama_server_process(gguf, log_dir) as pair:
+        yield pair
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+_stop = stop_process
 
 
 @pytest.fixture(scope="module")

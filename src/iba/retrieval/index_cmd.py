@@ -15,35 +15,26 @@ import sys
 import time
 from pathlib import Path
 
+from iba.run.run_cmd import positive_int  # the same option check as `iba run` (command modules sit on top)
+
 # BLAS thread variables: a pool of P processes on C cores gets C // P threads each, not C each
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def _positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", type=Path, help="dataset directory (from `iba build` or `iba import`)")
-    p.add_argument("--users", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--users", type=positive_int, default=None, metavar="N",
                    help="only N users drawn with --seed (the sample `iba eval-retrieval --users N` takes; "
                    "default: every user with an instance)")
     p.add_argument("--seed", type=int, default=42, help="seed for --users (default 42)")
-    p.add_argument("--processes", type=_positive_int, default=1, metavar="P",
+    p.add_argument("--processes", type=positive_int, default=1, metavar="P",
                    help="histories embedded at once, one process each (default 1: in this process)")
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
                    help="the cache `iba run --cache-dir` reads (default: .iba-cache); indexes go to CACHE/index")
     p.add_argument("--embedder", default="minilm", help="the run's --embedder (default: minilm)")
     p.add_argument("--unit", choices=("token", "turn", "session"), default="token",
                    help="retrieval unit, as the agents' unit= option (default: token)")
-    p.add_argument("--size", type=_positive_int, default=None,
+    p.add_argument("--size", type=positive_int, default=None,
                    help="tokens per chunk, as the agents' size= option (default 256)")
     p.add_argument("--overlap", type=int, default=None, help="token overlap, as the agents' overlap= option (default 50)")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
