@@ -31,6 +31,25 @@ def test_unit_norm_batch_invariant_and_counted(minilm):
     assert minilm.encode([]).shape == (0, 384)
 
 
+def test_parallel_batches_equal_one_thread(minilm, monkeypatch):
+    """Batches run in threads (each with a one-thread BLAS) must give the sequential vectors, in order."""
+    texts = [f"message {i} about {'long ' * (i % 7)}trains and spicy food" for i in range(40)]
+    monkeypatch.setattr(minilm, "threads", 1)
+    one = minilm.encode(texts, batch_size=4)
+    monkeypatch.setattr(minilm, "threads", 3)
+    many = minilm.encode(texts, batch_size=4)
+    assert np.array_equal(one, many)
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "two"])
+def test_bad_thread_count_names_the_option(bad, monkeypatch):
+    monkeypatch.setenv("IBA_EMBED_THREADS", bad)
+    with pytest.raises(ValueError, match="IBA_EMBED_THREADS"):
+        embed._thread_count(None)
+    monkeypatch.delenv("IBA_EMBED_THREADS")
+    assert embed._thread_count("2") == 2 and embed._thread_count(None) >= 1
+
+
 def test_similar_sentences_score_higher(minilm):
     v = minilm.encode(["I can't eat spicy food at all", "No chili for me, heat hurts", "The train leaves at nine"])
     assert v[0] @ v[1] > v[0] @ v[2] + 0.1

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from iba.run.run_cmd import positive_int  # the same option check as `iba run` (command modules sit on top)
 
-# BLAS thread variables: a pool of P processes on C cores gets C // P threads each, not C each
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+# BLAS and embedder thread variables: a pool of P processes on C cores gets C // P threads each, not C each
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "IBA_EMBED_THREADS")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
