@@ -25,6 +25,25 @@ def test_bad_line_reports_file_and_line(tmp_path):
         Dataset(root).instances
 
 
+def test_history_is_parsed_once_until_its_file_changes(tmp_path, monkeypatch):
+    ds = Dataset(tiny_dataset(tmp_path / "ds"))
+    reads = []
+    real = ds._read_history
+    monkeypatch.setattr(ds, "_read_history", lambda path: reads.append(path) or real(path))
+    first = ds.history("u0")
+    first.reverse()  # a caller's reordering must not reach the next caller
+    again = ds.history("u0")
+    assert len(reads) == 1 and again[0].id == "u0-s0-t0"
+    path = ds.history_path("u0")
+    lines = _lines(path)
+    _write(path, lines[:2])  # a different size: read again, and the edit is seen
+    assert len(ds.history("u0")) == 2 and len(reads) == 2
+    # a bad edit is still an error after a good read
+    _edit_json(path, 2, id="u0-s0-t0")
+    with pytest.raises(DatasetError, match="duplicate turn id"):
+        ds.history("u0")
+
+
 def test_not_a_dataset(tmp_path):
     with pytest.raises(DatasetError, match="not an IBA dataset"):
         Dataset(tmp_path)

@@ -7,6 +7,8 @@ that arrive another way (function-calling arguments, external agents).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from typing import Any, Literal
 
@@ -17,7 +19,14 @@ _TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "bool
 
 
 def params_model(api_schema: dict[str, Any], name: str = "ApiParams") -> type[BaseModel]:
-    """A strict pydantic model accepting exactly the params `api_schema` allows."""
+    """A strict pydantic model accepting exactly the params `api_schema` allows (built once per
+    schema: creating a pydantic model costs milliseconds, and every action of a scenario shares it)."""
+    return _params_model(json.dumps(api_schema, sort_keys=True), name)
+
+
+@functools.lru_cache(maxsize=256)
+def _params_model(schema_json: str, name: str) -> type[BaseModel]:
+    api_schema = json.loads(schema_json)
     if api_schema.get("type", "object") != "object":
         raise ValueError(f"an API schema must describe an object, got type {api_schema.get('type')!r}")
     required = set(api_schema.get("required") or [])

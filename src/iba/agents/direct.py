@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeVar
 
 from iba.agents.answer import answer, check_task, make_action, schema_text
 from iba.agents.base import Agent, AgentEnv, parse_options
@@ -10,6 +11,8 @@ from iba.agents.trace import Trace
 from iba.prompts import render
 from iba.retrieval.chunking import turn_line
 from iba.types import Action, Strict, TaskView, Turn
+
+T = TypeVar("T")
 
 SAFETY = 64  # tokens kept free for the chat template's own markup
 
@@ -20,11 +23,14 @@ class DirectOptions(Strict):
     order: Literal["recent"] = "recent"
 
 
-def fit_history(lines: list[str], budget: int, count) -> list[str]:
-    """The most recent lines whose token counts sum to at most `budget`, in chronological order."""
+def fit_history(items: Sequence[T], budget: int, count: Callable[[str], int],
+                render: Callable[[T], str] = str) -> list[str]:
+    """The most recent items, rendered, whose token counts sum to at most `budget`, in chronological
+    order. Rendered from the newest back, so a long history costs only the part that fits."""
     kept: list[str] = []
     used = 0
-    for line in reversed(lines):
+    for item in reversed(items):
+        line = render(item)
         cost = count(line) + 1
         if used + cost > budget:
             break
@@ -54,7 +60,7 @@ class DirectAgent(Agent):
             budget = backend.context_window - fixed - reserve - SAFETY
             if self.opts.max_history_tokens is not None:
                 budget = min(budget, self.opts.max_history_tokens)
-            lines = fit_history([turn_line(t) for t in history], max(0, budget), backend.count_tokens)
+            lines = fit_history(history, max(0, budget), backend.count_tokens, turn_line)
             dropped = len(history) - len(lines)
             step.outputs = {"kept_turns": len(lines), "dropped_turns": dropped, "history_budget_tokens": budget}
         with trace.step("answer", {"kept_turns": len(lines)}) as step:
