@@ -10,3 +10,11 @@ def minilm():
         return get_embedder("minilm")
     except RuntimeError as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def minilm_numpy(minilm):
+    """The same model on the numpy engine (the fallback when onnxruntime is not installed)."""
+    from iba.retrieval.embed import MiniLMEmbedder
+
+    return MiniLMEmbedder(engine="numpy")

