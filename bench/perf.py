@@ -13,6 +13,8 @@ Sections (each names the command a user would type for the same work):
   concurrency  `iba run --concurrency 1` vs `8` against a latency-bound OpenAI-compatible server
                (bench/stub_server.py), requests in flight counted at the server; a rerun with the
                response cache makes no request
+  scaleout     (issue 13) local executor vs Ray with 2 workers vs 2 endpoints, against servers that
+               serve one request at a time (latency-bound), and the projected full-benchmark wall time
   model        `python -m iba.llm.speed`: prompt and decode tokens/s of the packaged models
   effort       LLM calls and tokens per action of each agent in the agent benchmark's store
 
@@ -43,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "perf.json"
 BENCHMARKS = ROOT / "bench" / "BENCHMARKS.md"
 BEGIN, END = "<!-- perf:begin (bench/perf.py rewrites this block) -->", "<!-- perf:end -->"
-SECTIONS = ("embed", "build", "harness", "score", "concurrency", "model", "effort")
+SECTIONS = ("embed", "build", "harness", "score", "concurrency", "scaleout", "model", "effort")
 IBA = [sys.executable, "-m", "iba.cli"]
 
 
@@ -313,6 +315,92 @@ def sec_concurrency(a: argparse.Namespace) -> list[dict]:
         rows.append(row("model requests: first run / same run into a new store (response cache) / rerun of a finished run",
                         f"**{counts[0]} / {counts[1]} / {counts[2]}**", "rerun: 0", counts[1] == 0 and counts[2] == 0,
                         "iba run DATASET ... --cache-dir C (twice)", "counted at the server"))
+    return rows
+
+
+def sec_scaleout(a: argparse.Namespace) -> list[dict]:
+    """Each server serves one request at a time for --latency s: the instance rate of one server is
+    1/latency at best, whatever the client does; two servers double it, more client processes do not."""
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from stub_server import StubServer
+
+    root = ensure_build(a.work, "small")
+    limit = 66
+    env = {**os.environ, "OPENAI_API_KEY": "unused", "RAY_USAGE_STATS_ENABLED": "0"}
+    configs = [("local executor, 1 server", "local", 1), ("local executor, 2 servers", "local", 2)]
+    if importlib.util.find_spec("ray") is not None:
+        configs += [("Ray, 2 workers, 1 server", "ray", 1), ("Ray, 2 workers, 2 servers", "ray", 2)]
+    rows, rates = [], {}
+
+    def one_run(executor: str, servers: list, n: int) -> float:
+        store = a.work / "scaleout.sqlite"
+        store.unlink(missing_ok=True)
+        urls = [x for srv in servers for x in ("--base-url", srv.url)]
+        cmd = [*IBA, "run", str(root), "--agent", "direct?max_history_tokens=200", "--model", "openai:stub", *urls,
+               "--judges", "none", "--quiet", "--limit", str(n), "--no-cache", "--store", str(store), "--concurrency", "4"]
+        if executor == "ray":
+            cmd += ["--executor", "ray", "--workers", "2"]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, env=env)
+        return time.perf_counter() - t0
+
+    with StubServer(a.latency, slots=1) as s1, StubServer(a.latency, slots=1) as s2:
+        for label, executor, n_servers in configs:
+            servers = [s1, s2][:n_servers]
+            walls, fixed, served = [], [], ""
+            for _ in range(a.repeats):
+                # the fixed cost (process start, Ray start, worker start) from a 2-instance run, so the
+                # rate is the steady one: (limit - 2) / (wall(limit) - wall(2))
+                fixed.append(one_run(executor, servers, 2))
+                for srv in servers:
+                    srv.reset()
+                walls.append(one_run(executor, servers, limit))
+                served = "/".join(str(srv.requests) for srv in servers)
+            wall, start = statistics.median(walls), statistics.median(fixed)
+            rates[label] = (limit - 2) / max(1e-9, wall - start)
+            rows.append(row(f"{label}, --concurrency 4, {limit} instances, {a.latency:.2f} s per request, one slot per server",
+                            f"**{rates[label]:.2f} instances/s** steady; {limit / wall:.2f}/s with start-up",
+                            "", None,
+                            "iba run DATASET --model openai:stub " + " ".join("--base-url URL" for _ in servers)
+                            + (" --executor ray --workers 2" if executor == "ray" else "") + " --concurrency 4",
+                            f"wall {fmt_times(walls)} s, start-up (2-instance run) {fmt_times(fixed)} s; "
+                            f"requests per server {served}"))
+    base = rates["local executor, 1 server"]
+    for label, r in rates.items():
+        if label != "local executor, 1 server":
+            rows.append(row(f"ratio: {label} / local executor, 1 server (steady rates)", f"**{r / base:.2f}x**",
+                            "2 servers: ~2x; more client workers on one server: ~1x", None, "the rows above"))
+    rows += _projection(a)
+    return rows
+
+
+def _projection(a: argparse.Namespace) -> list[dict]:
+    """Full-benchmark wall time on N replicas from measured seconds per action: the agent
+    benchmark's stored latencies (one replica = one embedded 1.5B on one CPU core)."""
+    import sqlite3
+
+    n_inst = 6962
+    if not a.agents_store.exists():
+        return [row("projected full-benchmark wall time", "not computed", "on paper", None, "python bench/agents.py",
+                    f"no store at {a.agents_store} to take seconds per action from")]
+    con = sqlite3.connect(f"file:{a.agents_store}?mode=ro", uri=True)
+    lat: dict[str, list[float]] = {}
+    for agent, rec in con.execute("select agent, record from runs where status = 'ok'"):
+        r = json.loads(rec)
+        if "::qa::" not in r["instance_id"]:
+            lat.setdefault(agent, []).append(r["latency_s"])
+    con.close()
+    rows = []
+    for agent, xs in sorted(lat.items()):
+        per = statistics.median(xs)
+        cells = ", ".join(f"{n}: {n_inst * per / n / 3600:.1f} h" for n in (1, 8, 64))
+        rows.append(row(f"projected: {n_inst:,} instances x `{agent}` at {per:.0f} s per action (median of {len(xs)} "
+                        "measured, 1.5B embedded, one CPU core per replica)", cells, "on paper", None,
+                        "instances x s per action / replicas",
+                        "linear in replicas, as the 2-server ratio above shows for a server-bound run; a GPU server's "
+                        "seconds per action at its batch size replace the CPU figure"))
     return rows
 
 

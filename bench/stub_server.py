@@ -2,7 +2,8 @@
 
 It answers /v1/chat/completions after a fixed delay with a reply that fits the request's JSON schema
 (the first enum value, "x" for strings, 0 for numbers), and counts requests and the most in flight
-at once. It measures the *harness* (concurrency, caching), so the model's latency is the constant we
+at once. With `slots` it serves that many requests at a time and queues the rest, as a model
+server with a fixed batch does: then throughput is bound by the server, not by the client. It measures the *harness* (concurrency, caching), so the model's latency is the constant we
 choose; the model's own speed is measured against the real embedded model elsewhere in the suite.
 """
 
@@ -35,8 +36,10 @@ def fill(schema: dict[str, Any] | None) -> Any:
 
 
 class StubServer:
-    def __init__(self, latency_s: float = 0.25) -> None:
+    def __init__(self, latency_s: float = 0.25, slots: int | None = None) -> None:
+        """slots: requests served at once (a llama.cpp server with -np 1 has one); more wait."""
         self.latency_s = latency_s
+        self._slots = threading.BoundedSemaphore(slots) if slots else None
         self.requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -57,7 +60,11 @@ class StubServer:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
-                    time.sleep(server.latency_s)
+                    if server._slots is not None:
+                        with server._slots:
+                            time.sleep(server.latency_s)
+                    else:
+                        time.sleep(server.latency_s)
                     fmt = body.get("response_format") or {}
                     schema = fmt.get("schema") or (fmt.get("json_schema") or {}).get("schema")
                     content = json.dumps(fill(schema)) if fmt else "A short plan that follows the request."
