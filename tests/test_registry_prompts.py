@@ -12,6 +12,17 @@ def test_registry_lazy_and_extensible():
         registry.register("agents", "bad", "no_colon")
 
 
+def test_snapshot_restores_in_a_fresh_registry(monkeypatch):
+    registry.register("embedders", "mine", "json:loads")
+    table = registry.snapshot()
+    assert table["embedders"]["mine"] == "json:loads" and table["agents"]["rag"] == "iba.agents.rag:RagAgent"
+    monkeypatch.setattr(registry, "_REGISTRY", {})  # what a spawned worker starts from, in effect
+    registry.restore(table)
+    assert registry.resolve("embedders", "mine").__name__ == "loads"
+    table["agents"]["extra"] = "json:dumps"  # a copy: editing it leaves the registry alone
+    assert "extra" not in registry.snapshot()["agents"]
+
+
 def test_every_prompt_renders_a_message_and_has_a_hash():
     for name in prompts.names():
         assert len(prompts.template_hash(name)) == 16

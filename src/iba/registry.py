@@ -43,6 +43,21 @@ def register(kind: str, name: str, target: str) -> None:
     _REGISTRY.setdefault(kind, {})[name] = target
 
 
+def snapshot() -> dict[str, dict[str, str]]:
+    """Every kind's name -> "module:attr" table, entry points included: what a worker process or a
+    Ray actor needs to resolve names registered in the driver (by a script or a test) the same way."""
+    for kind in list(_REGISTRY):
+        _load_entry_points(kind)
+    return {kind: dict(table) for kind, table in _REGISTRY.items()}
+
+
+def restore(table: dict[str, dict[str, str]]) -> None:
+    """Register every entry of a `snapshot()` (in another process)."""
+    for kind, entries in table.items():
+        for name, target in entries.items():
+            register(kind, name, target)
+
+
 def names(kind: str) -> list[str]:
     _load_entry_points(kind)
     return sorted(_REGISTRY.get(kind, {}))

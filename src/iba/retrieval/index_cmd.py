@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from iba import registry
 from iba.run.run_cmd import positive_int  # the same option check as `iba run` (command modules sit on top)
 
 # BLAS and embedder thread variables: a pool of P processes on C cores gets C // P threads each, not C each
@@ -52,34 +53,18 @@ def build_one(root: str, user_id: str, embedder: str, cache_dir: str, unit: str,
     from iba.retrieval.index import HistoryIndex
 
     if table:
-        _restore_registry(table)
+        registry.restore(table)
     t0 = time.perf_counter()
     history = Dataset(root).history(user_id)
     key, chunks = HistoryIndex.ensure_cached(history, embedder, cache_dir, unit=unit, size=size, overlap=overlap)  # type: ignore[arg-type]
     return user_id, len(history), key, chunks, time.perf_counter() - t0
 
 
-def _registry_table() -> dict:
-    """The registry's name -> "module:attr" strings, for worker processes (an embedder registered by
-    a script or a test resolves there too); the registry has no public accessor for them."""
-    from iba import registry
-
-    return {kind: dict(entries) for kind, entries in registry._REGISTRY.items()}
-
-
-def _restore_registry(table: dict) -> None:
-    from iba import registry
-
-    for kind, entries in table.items():
-        for name, target in entries.items():
-            registry.register(kind, name, target)
-
-
 def _init_process(threads: int, table: dict) -> None:
     # before numpy loads in this fresh (spawned) process, so its BLAS starts with this many threads
     for var in _THREAD_VARS:
         os.environ.setdefault(var, str(threads))
-    _restore_registry(table)
+    registry.restore(table)
 
 
 def _count_lines(path: Path) -> int:
@@ -91,7 +76,6 @@ def _count_lines(path: Path) -> int:
 def main(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from iba import registry
     from iba.dataset import Dataset, DatasetError
     from iba.retrieval.chunking import CHUNK_OVERLAP, CHUNK_TOKENS
     from iba.retrieval.cli import sample_users
@@ -175,7 +159,7 @@ def _results(args: argparse.Namespace, jobs: list[tuple]):
     threads = max(1, (os.cpu_count() or 1) // procs)
     # spawn, not fork: a forked child would inherit this process's BLAS and tokenizer threads' state
     with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_init_process, initargs=(threads, _registry_table())) as pool:
+                             initializer=_init_process, initargs=(threads, registry.snapshot())) as pool:
         futures = [pool.submit(build_one, *job) for job in jobs]
         try:
             for fut in as_completed(futures):
@@ -196,7 +180,7 @@ def _ray_results(args: argparse.Namespace, jobs: list[tuple]):
         raise RuntimeError(str(e)) from None
     try:
         task = ray.remote(num_cpus=1)(build_one)
-        table = _registry_table()
+        table = registry.snapshot()
         pending = [task.remote(*job, table) for job in jobs]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)

@@ -110,25 +110,12 @@ def init_ray(address: str | None, num_cpus: int | None = None) -> bool:
     return True
 
 
-def registry_table() -> dict[str, dict[str, str]]:
-    """The driver's registry (names -> "module:attr" strings), so a worker resolves agents, backends
-    and embedders registered in the driver (by a script or a test) the same way. The registry has
-    no public accessor for it; the strings are all a worker needs."""
-    return {kind: dict(table) for kind, table in registry._REGISTRY.items()}
-
-
-def restore_registry(table: dict[str, dict[str, str]]) -> None:
-    for kind, entries in table.items():
-        for name, target in entries.items():
-            registry.register(kind, name, target)
-
-
 class RayWorker:
     """One Ray actor: its own backend, agents and histories; runs one item per call."""
 
     def __init__(self, dataset_root: str, recipe: BackendRecipe, cfg: RunConfig,
                  table: dict[str, dict[str, str]]) -> None:
-        restore_registry(table)
+        registry.restore(table)
         self.ds = Dataset(dataset_root)
         self.backend = recipe.build()
         self.cfg = cfg
@@ -214,7 +201,7 @@ def _start_workers(ray: Any, ds: Dataset, cfg: RunConfig, recipe: BackendRecipe,
     wcfg = dataclasses.replace(cfg, cache_dir=Path(cfg.cache_dir).resolve(), progress=False)
     actor_cls = ray.remote(num_cpus=cpus, max_restarts=MAX_RESTARTS, max_task_retries=TASK_RETRIES,
                            max_concurrency=max(1, cfg.concurrency))(RayWorker)
-    table = registry_table()
+    table = registry.snapshot()
     root = str(Path(ds.root).resolve())
     wrecipe = worker_recipe(recipe, cpus)
     return [actor_cls.remote(root, wrecipe, wcfg, table) for _ in range(n)]
