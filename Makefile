@@ -33,5 +33,9 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
+# the performance suite (issue 10): about 15 minutes; rewrites its block of bench/BENCHMARKS.md
+bench: $(STAMP)
+	$(BIN)/python bench/perf.py
+
 clean:
 	rm -rf $(VENV) $(DEMO_OUT) .iba-cache

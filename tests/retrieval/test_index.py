@@ -119,3 +119,23 @@ def test_lru_is_bounded(tmp_path, monkeypatch):
     for n in range(1, 5):
         HistoryIndex.build(make_history(TEXTS[: 2 * n]), emb, None, unit="turn")
     assert len(index_mod._lru) == 2
+
+
+def test_turn_units_share_vectors_by_text_across_histories_and_dates(tmp_path):
+    """A message another history already had (on another day, under another id) is not embedded
+    again; each distinct text is embedded once even within one history."""
+    from iba.retrieval.chunking import turn_body
+
+    a = make_history(TEXTS, user="ua")
+    emb = HashEmbedder()
+    first = HistoryIndex.build(a, emb, tmp_path, unit="turn")
+    assert emb.encoded_texts == len(set(TEXTS))  # 8 distinct of 40 turns
+    shifted = [("user", "A new message about trains.")] + TEXTS  # every turn moves: new dates, new ids
+    b = make_history(shifted, user="ub", per_session=3)
+    emb2 = HashEmbedder()
+    second = HistoryIndex.build(b, emb2, tmp_path, unit="turn")
+    assert emb2.encoded_texts == 1  # only the new message
+    assert second.chunks[1].text.startswith("[2025-")  # the shown text keeps its date
+    want = HashEmbedder().encode([turn_body(t) for t in b])
+    assert np.allclose(second.vectors.vectors, want)
+    assert np.allclose(first.vectors.vectors, HashEmbedder().encode([turn_body(t) for t in a]))

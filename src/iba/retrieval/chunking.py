@@ -27,6 +27,13 @@ def turn_line(turn: Turn) -> str:
     return turn_prefix(turn) + " ".join(turn.text.split())
 
 
+def turn_body(turn: Turn) -> str:
+    """What a turn unit embeds: speaker and words, no date. The date is metadata (the chunk's text
+    and timestamps keep it); leaving it out lets the same message in another history, or on
+    another day, share one vector (retrieval/text_vectors.py)."""
+    return f"{turn.role}: " + " ".join(turn.text.split())
+
+
 def turn_units(history: Sequence[Turn]) -> list[Chunk]:
     return [
         Chunk(id=f"c{i:05d}", text=turn_line(t), turn_ids=[t.id], timestamps=[t.timestamp])

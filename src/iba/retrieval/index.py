@@ -1,7 +1,9 @@
 """A searchable index of one user's history, cached on disk by content so it is embedded once.
 
 The cache key is the hash of (history content, embedder name, chunking unit/size/overlap): the same
-history reached from another task, agent or run finds the file and embeds nothing. Files are
+history reached from another task, agent or run finds the file and embeds nothing. Turn units also
+go through a text-keyed vector cache (text_vectors.py), so a message another history already had
+is not embedded again. Files are
 written to a temp name and renamed into place (atomic on POSIX), and builders of one key take an
 exclusive lock file, so concurrent processes neither corrupt an entry nor embed it twice. An
 in-process LRU on top keeps loaded indexes for the agents of one run.
@@ -22,10 +24,11 @@ from typing import Any
 import numpy as np
 
 from iba.retrieval.bm25 import BM25Index, top_k
-from iba.retrieval.chunking import CHUNK_OVERLAP, CHUNK_TOKENS, make_units
+from iba.retrieval.chunking import CHUNK_OVERLAP, CHUNK_TOKENS, make_units, turn_body
 from iba.retrieval.embed import Embedder, get_embedder
 from iba.retrieval.hybrid import rrf
 from iba.retrieval.passage import Chunk, Method, Passage, Unit
+from iba.retrieval.text_vectors import TextVectors
 from iba.retrieval.vector import VectorIndex
 from iba.types import Turn, stable_hash
 
@@ -40,10 +43,10 @@ _lru_lock = threading.Lock()
 
 def history_key(history: Sequence[Turn], embedder_name: str, unit: Unit, size: int, overlap: int) -> str:
     content = [[t.id, t.session_id, t.timestamp, t.role, t.text] for t in history]
-    return stable_hash(
-        {"format": FORMAT, "history": content, "embedder": embedder_name, "unit": unit, "size": size, "overlap": overlap},
-        n=24,
-    )
+    key = {"format": FORMAT, "history": content, "embedder": embedder_name, "unit": unit, "size": size, "overlap": overlap}
+    if unit == "turn":
+        key["embeds"] = "turn_body"  # turn units embed the turn without its date since this was added
+    return stable_hash(key, n=24)
 
 
 class HistoryIndex:
@@ -89,7 +92,7 @@ class HistoryIndex:
                 return hit
             index = cls._load(path, key, emb)
             if index is None:
-                index = cls._embed(key, history, emb, unit, size, overlap)
+                index = cls._embed(key, history, emb, unit, size, overlap, cache_dir)
                 index._save(path)
             return _lru_put(key, index)
 
@@ -112,17 +115,27 @@ class HistoryIndex:
         with _file_lock(path.with_suffix(".lock")):
             if cls._load(path, key, emb) is not None:
                 return key, None
-            index = cls._embed(key, history, emb, unit, size, overlap)
+            index = cls._embed(key, history, emb, unit, size, overlap, cache_dir)
             index._save(path)
             return key, len(index)
 
     @classmethod
     def _embed(
-        cls, key: str, history: Sequence[Turn], emb: Embedder, unit: Unit, size: int, overlap: int
+        cls, key: str, history: Sequence[Turn], emb: Embedder, unit: Unit, size: int, overlap: int,
+        cache_dir: str | Path | None = None,
     ) -> HistoryIndex:
         chunks = make_units(history, unit, emb.token_spans, size, overlap)
-        vectors = emb.encode([c.text for c in chunks])
-        return cls(key, chunks, vectors, emb)
+        if unit != "turn":
+            # windows and sessions cross turn boundaries, so they almost never recur: embedded as is
+            return cls(key, chunks, emb.encode([c.text for c in chunks]), emb)
+        texts = [turn_body(t) for t in history]  # one chunk per turn, in order
+        if cache_dir is None:
+            return cls(key, chunks, emb.encode(texts), emb)
+        store = TextVectors(cache_dir, emb)
+        try:
+            return cls(key, chunks, store.encode(texts), emb)
+        finally:
+            store.close()
 
     @classmethod
     def _load(cls, path: Path, key: str, emb: Embedder) -> HistoryIndex | None:
