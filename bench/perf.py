@@ -327,7 +327,7 @@ def sec_scaleout(a: argparse.Namespace) -> list[dict]:
     from stub_server import StubServer
 
     root = ensure_build(a.work, "small")
-    limit = 66
+    limit = 40  # 20 s per run at one server's bound: enough to read a steady rate, short enough to repeat
     env = {**os.environ, "OPENAI_API_KEY": "unused", "RAY_USAGE_STATS_ENABLED": "0"}
     configs = [("local executor, 1 server", "local", 1), ("local executor, 2 servers", "local", 2)]
     if importlib.util.find_spec("ray") is not None:
