@@ -10,6 +10,7 @@ Every embedder returns float32 rows of unit length, so a dot product is the cosi
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib.metadata
 import importlib.util
 import json
@@ -222,11 +223,7 @@ class MiniLMEmbedder(Embedder):
                 e = encodings[i].ids
                 ids[row, : len(e)] = e
                 mask[row, : len(e)] = 1.0
-            if self._onnx is not None:
-                out[idx] = self._onnx(ids, mask)
-                return
-            hidden = self.bert(ids, mask)
-            out[idx] = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
+            out[idx] = self._pooled(ids, mask)
 
         with self._lock, _single_threaded_blas():
             # onnxruntime spreads one batch over its own `threads` threads; numpy gets batch threads
@@ -240,9 +237,24 @@ class MiniLMEmbedder(Embedder):
                 from concurrent.futures import ThreadPoolExecutor
 
                 with ThreadPoolExecutor(self.threads, thread_name_prefix="iba-embed") as pool:
-                    for _ in pool.map(forward, batches):
-                        pass
+                    # each batch runs in a copy of the caller's context, so cancel.check() in a pool
+                    # thread sees the action's cancel scope (a contextvar)
+                    futures = [pool.submit(contextvars.copy_context().run, forward, idx) for idx in batches]
+                    try:
+                        for f in futures:
+                            f.result()
+                    except BaseException:
+                        for f in futures:
+                            f.cancel()
+                        raise
         return _normalise(out)
+
+    def _pooled(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Mean-pooled (not yet normalised) vectors of one padded batch, on the chosen engine."""
+        if self._onnx is not None:
+            return self._onnx(ids, mask)
+        hidden = self.bert(ids, mask)
+        return (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
 
 
 ENGINES = ("auto", "onnx", "numpy")
