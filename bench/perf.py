@@ -186,7 +186,7 @@ def sec_build(a: argparse.Namespace) -> list[dict]:
 
 
 def _time_v(stderr: str, label: str) -> float:
-    m = re.search(rf"{re.escape(label)}[^:]*:\s*(\S+)", stderr)
+    m = re.search(rf"^\s*{re.escape(label)}.*: (\S+)\s*$", stderr, re.M)  # the value after the last ": "
     if not m:
         raise RuntimeError(f"/usr/bin/time -v gave no {label!r}:\n{stderr[-2000:]}")
     value = m.group(1)
