@@ -196,26 +196,24 @@ def _time_v(stderr: str, label: str) -> float:
     return float(value)
 
 
-class InstantBackend:
+def instant_backend():
     """An in-process backend that answers at once with a schema-valid reply: the harness benchmark's
     stand-in for the model, so that what is timed is everything else."""
+    from iba.llm.base import Backend, Completion
 
-    def __new__(cls):  # built lazily so that importing this file needs no iba
-        from iba.llm.base import Backend, Completion
+    sys.path.insert(0, str(ROOT / "bench"))
+    from stub_server import fill
 
-        sys.path.insert(0, str(ROOT / "bench"))
-        from stub_server import fill
+    class Instant(Backend):
+        model_id = "instant"
+        context_window = 8192
 
-        class _Instant(Backend):
-            model_id = "instant"
-            context_window = 8192
+        async def complete(self, messages, *, max_tokens=512, temperature=0.0, seed=None, json_schema=None,
+                           tools=None, tool_choice=None, stop=None):
+            text = json.dumps(fill(json_schema)) if json_schema else "A short plan that follows the request."
+            return Completion(text=text, prompt_tokens=100, completion_tokens=10, model="instant")
 
-            async def complete(self, messages, *, max_tokens=512, temperature=0.0, seed=None, json_schema=None,
-                               tools=None, tool_choice=None, stop=None):
-                text = json.dumps(fill(json_schema)) if json_schema else "A short plan that follows the request."
-                return Completion(text=text, prompt_tokens=100, completion_tokens=10, model="instant")
-
-        return _Instant()
+    return Instant()
 
 
 def _harness_store(a: argparse.Namespace) -> tuple[Path, Path]:
@@ -237,7 +235,7 @@ def sec_harness(a: argparse.Namespace) -> list[dict]:
                         cache_dir=a.work / "harness-cache")
         with Store(store_path) as store:
             t0 = time.perf_counter()
-            s = asyncio.run(run_dataset(ds, InstantBackend(), store, cfg))
+            s = asyncio.run(run_dataset(ds, instant_backend(), store, cfg))
             wall = time.perf_counter() - t0
         n = s.planned
         per.append(wall / max(1, n) * 1000)
@@ -376,22 +374,30 @@ def sec_scaleout(a: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def _ok_records(store: Path) -> list[tuple[str, dict]]:
+    """(agent spec, record) of every ok record in the agent benchmark's store, read-only."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        return [(agent, json.loads(rec)) for agent, rec in con.execute("select agent, record from runs where status = 'ok'")]
+    finally:
+        con.close()
+
+
 def _projection(a: argparse.Namespace) -> list[dict]:
     """Full-benchmark wall time on N replicas from measured seconds per action: the agent
     benchmark's stored latencies (one replica = one embedded 1.5B on one CPU core)."""
-    import sqlite3
+    from iba.dataset import Dataset
 
-    n_inst = 6962
     if not a.agents_store.exists():
         return [row("projected full-benchmark wall time", "not computed", "on paper", None, "python bench/agents.py",
                     f"no store at {a.agents_store} to take seconds per action from")]
-    con = sqlite3.connect(f"file:{a.agents_store}?mode=ro", uri=True)
+    n_inst = len(Dataset(ensure_build(a.work, "full")).instances)
     lat: dict[str, list[float]] = {}
-    for agent, rec in con.execute("select agent, record from runs where status = 'ok'"):
-        r = json.loads(rec)
+    for agent, r in _ok_records(a.agents_store):
         if "::qa::" not in r["instance_id"]:
             lat.setdefault(agent, []).append(r["latency_s"])
-    con.close()
     rows = []
     for agent, xs in sorted(lat.items()):
         per = statistics.median(xs)
@@ -427,18 +433,13 @@ def sec_model(a: argparse.Namespace) -> list[dict]:
 
 
 def sec_effort(a: argparse.Namespace) -> list[dict]:
-    import sqlite3
-
     if not a.agents_store.exists():
         return [row("agent effort", "not measured", "reported", None, "python bench/agents.py",
                     f"no store at {a.agents_store}")]
-    con = sqlite3.connect(f"file:{a.agents_store}?mode=ro", uri=True)
     per: dict[str, list[dict]] = {}
-    for agent, rec in con.execute("select agent, record from runs where status = 'ok'"):
-        r = json.loads(rec)
+    for agent, r in _ok_records(a.agents_store):
         kind = "QA probes" if "::qa::" in r["instance_id"] else "tasks"
         per.setdefault(f"{agent}|{kind}", []).append(r)
-    con.close()
     rows = []
     for group, recs in sorted(per.items()):
         agent, kind = group.split("|")
