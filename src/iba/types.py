@@ -306,6 +306,7 @@ class TraceStep(Strict):
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reused_prompt_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None
 
@@ -330,13 +331,20 @@ class Usage(Strict):
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reused_prompt_tokens: int = 0  # of prompt_tokens, those served from the model's prompt state
 
     def add(self, other: "Usage") -> "Usage":
         return Usage(
             llm_calls=self.llm_calls + other.llm_calls,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
+            reused_prompt_tokens=self.reused_prompt_tokens + other.reused_prompt_tokens,
         )
+
+    @classmethod
+    def of_step(cls, step: "TraceStep") -> "Usage":
+        return cls(llm_calls=step.llm_calls, prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens,
+                   reused_prompt_tokens=step.reused_prompt_tokens)
 
 
 class RunRecord(Strict):

@@ -64,8 +64,14 @@ def passages_in(messages: list[dict[str, Any]]) -> int:
 
 
 def iba_reply(messages: list[dict[str, Any]], kwargs: dict[str, Any], *, params: dict | None = None) -> Any:
-    """A plausible reply for each IBA prompt, chosen by the prompt's system text."""
+    """A plausible reply for each IBA prompt, chosen by the prompt's system text (or, for a chained
+    step, by its followup turn)."""
     system = messages[0]["content"]
+    last = messages[-1]["content"] if messages[-1]["role"] == "user" else ""
+    if last.startswith(("Next step:", "Last step:")):
+        system = last.replace("rate the passages", "rate passages").replace("condense the evidence", "condense evidence")
+        system = system.replace("extract the user's preferences", "extract a user's preferences")
+        system = system.replace("carry out the new request on behalf", "carrying out their new request")
     if "write search queries" in system:
         return {"style": "how I like docs written", "structure": "layout and sections of docs",
                 "decision": "what I chose before", "correction": "what I asked to change",

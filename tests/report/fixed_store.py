@@ -150,7 +150,7 @@ def build(tmp: Path) -> tuple[Path, Path, str]:
                     key=rk, run="main", dataset=did, instance_id=iid, user_id=t.user_id, domain=t.domain,
                     scenario=t.scenario, agent=agent, model="m", status="errored" if errored else "ok",
                     action=None if errored else action, error="TimeoutError: slow" if errored else None,
-                    usage=Usage(llm_calls=2, prompt_tokens=100, completion_tokens=20), latency_s=1.5,
+                    usage=Usage(llm_calls=2, prompt_tokens=100, completion_tokens=20, reused_prompt_tokens=30), latency_s=1.5,
                     started_at=NOW, iba_version="0.1.0"))
                 if t.action == "generate":
                     for (judge, rep), passed in spec.items():

@@ -144,9 +144,9 @@ def test_agreement_between_judges(report):
 def test_cost_table(report):
     out, _ = report
     row = read_csv(out / "cost.csv")[0]
-    # rag: 4 task + 2 QA runs; calls 4*2 + 2*1; tokens 4*100 + 2*10 and 4*20 + 2*1; wall 4*1.5 + 2*.5
+    # rag: 4 task + 2 QA runs; calls 4*2 + 2*1; tokens 4*100 + 2*10 (4*30 reused) and 4*20 + 2*1; wall 4*1.5 + 2*.5
     # judge: w1 3 passes x 2 checkpoints + w2 3 x 3 = 15 calls; 6 records x 60 tokens
-    assert list(row.values()) == ["rag (m)", "4", "2", "1", "10", "420", "82", "7", "1.17", "15", "360"]
+    assert list(row.values()) == ["rag (m)", "4", "2", "1", "10", "420", "120", "82", "7", "1.17", "15", "360"]
 
 
 def test_html_is_self_contained_escaped_and_ranked(report):

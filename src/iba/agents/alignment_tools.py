@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from iba.agents.passage_views import rule_compact
+from iba.agents.passage_views import rule_compact, user_view
 from iba.agents.preferences import ResolvedPreferences, preference_lines, resolve_latest
 from iba.agents.replies import (
     ALIGN_TOKENS,
@@ -14,7 +14,6 @@ from iba.agents.replies import (
 )
 from iba.agents.tool_state import ToolState
 from iba.llm.structured import complete_json
-from iba.prompts import render
 from iba.retrieval.expansion import schema_terms
 
 
@@ -28,12 +27,19 @@ class AlignmentTools(ToolState):
             elif self.o.compact == "rules":
                 self.compacted = rule_compact(passages)
             else:
-                prompt = render("agent_compact", task=self.task, passages=[p.text for p in passages])
+                cap = self._cap(COMPACT_TOKENS)
+                shown = self.shown if self.prompts.open else {}
+                prompt = self.prompts.prompt(
+                    "agent_compact", cap, task=self.task, passages=[p.text for p in passages],
+                    refs=[shown[p.chunk_id] for p in passages if p.chunk_id in shown],
+                    extra=[user_view(p) for p in passages if p.chunk_id not in shown],
+                )
                 step.llm(prompt, [])
                 self.compacted, comps = await complete_json(
-                    self.backend, prompt.messages, CompactEvidence, max_tokens=self._cap(COMPACT_TOKENS), seed=self.env.seed
+                    self.backend, prompt.messages, CompactEvidence, max_tokens=cap, seed=self.env.seed
                 )
                 step.llm(None, comps)
+                self.prompts.answered(prompt, comps[-1].text)
             step.outputs = self.compacted
         return self.compacted
 
@@ -45,12 +51,14 @@ class AlignmentTools(ToolState):
             if not evidence:
                 extracted = ExtractedPreferences(preferences=[])
             else:
-                prompt = render("agent_extract", task=self.task, evidence=evidence)
+                cap = self._cap(EXTRACT_TOKENS)
+                prompt = self.prompts.prompt("agent_extract", cap, task=self.task, evidence=evidence)
                 step.llm(prompt, [])
                 extracted, comps = await complete_json(
-                    self.backend, prompt.messages, ExtractedPreferences, max_tokens=self._cap(EXTRACT_TOKENS), seed=self.env.seed
+                    self.backend, prompt.messages, ExtractedPreferences, max_tokens=cap, seed=self.env.seed
                 )
                 step.llm(None, comps)
+                self.prompts.answered(prompt, comps[-1].text)
             self.preferences = resolve_latest(extracted.preferences)
             step.outputs = {"extracted": extracted, "resolved": self.preferences}
         return self.preferences
@@ -61,12 +69,14 @@ class AlignmentTools(ToolState):
         lines = preference_lines(prefs)
         options = schema_terms(self.task.api_schema)
         with self.trace.step("align_plan", {"preferences": lines}) as step:
-            prompt = render("agent_align", task=self.task, preferences=lines, options=options)
+            cap = self._cap(ALIGN_TOKENS)
+            prompt = self.prompts.prompt("agent_align", cap, task=self.task, preferences=lines, options=options)
             step.llm(prompt, [])
             self.plan, comps = await complete_json(
-                self.backend, prompt.messages, AlignmentPlan, max_tokens=self._cap(ALIGN_TOKENS), seed=self.env.seed
+                self.backend, prompt.messages, AlignmentPlan, max_tokens=cap, seed=self.env.seed
             )
             step.llm(None, comps)
+            self.prompts.answered(prompt, comps[-1].text)
             step.outputs = self.plan
         return self.plan
 

@@ -30,5 +30,8 @@ class IBAOptions(Strict):
     max_candidates: int = 15  # passages the salience scorer sees (prompt-token budget)
     max_passages: int = 10
     retain_at: int = 5
+    # the LLM steps after retrieval continue one conversation, so each prompt extends the last and
+    # the model reuses its prompt state (iba.agents.step_prompts); false = one prompt per step
+    chain: bool = False
     max_tokens: int | None = None  # final answer length
     step_max_tokens: int | None = None  # cap on every intermediate step's reply (quick tests)

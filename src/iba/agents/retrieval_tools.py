@@ -130,13 +130,15 @@ class DeepRetrievalTools(ToolState):
             elif self.o.reranker == "rules":
                 scores = rule_scores(cands, pool.best_ranks[:n], pool.hits[:n])
             else:
-                prompt = render("agent_salience", task=self.task, passages=[user_view(p) for p in cands], n=n)
+                cap = self._cap(SALIENCE_TOKENS_PER_PASSAGE * n + 40)
+                prompt = self.prompts.prompt("agent_salience", cap, task=self.task, passages=[user_view(p) for p in cands], n=n)
+                self.shown = {p.chunk_id: f"P{i}" for i, p in enumerate(cands, 1)}
                 step.llm(prompt, [])
                 reply, comps = await complete_json(
-                    self.backend, prompt.messages, salience_reply_model(n),
-                    max_tokens=self._cap(SALIENCE_TOKENS_PER_PASSAGE * n + 40), seed=self.env.seed,
+                    self.backend, prompt.messages, salience_reply_model(n), max_tokens=cap, seed=self.env.seed,
                 )
                 step.llm(None, comps)
+                self.prompts.answered(prompt, comps[-1].text)
                 scores = [SalienceScore(relevance=s.relevance, signal=s.signal) for s in reply.scores]
             self.evidence = select(cands, scores, self.o.retain_at, self.o.max_passages)
             fallback = None

@@ -6,6 +6,7 @@ from iba.agents.base import AgentEnv
 from iba.agents.iba_options import IBAOptions
 from iba.agents.preferences import ResolvedPreferences
 from iba.agents.replies import AlignmentPlan, CompactEvidence
+from iba.agents.step_prompts import StepPrompts
 from iba.agents.trace import Trace
 from iba.llm.base import Backend
 from iba.retrieval.deep import CandidatePool
@@ -32,6 +33,8 @@ class ToolState:
         self.compacted: CompactEvidence | None = None
         self.preferences: ResolvedPreferences | None = None
         self.plan: AlignmentPlan | None = None
+        self.prompts = StepPrompts(env.backend, opts.chain)
+        self.shown: dict[str, str] = {}  # chunk id -> its label in the open conversation's salience list
 
     @property
     def backend(self) -> Backend:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from iba.agents.alignment_tools import AlignmentTools
-from iba.agents.answer import answer, schema_text
+from iba.agents.answer import PARAMS_MAX_TOKENS, TEXT_MAX_TOKENS, answer, schema_text
 from iba.agents.preferences import preference_lines
 from iba.agents.retrieval_tools import DeepRetrievalTools
 from iba.prompts import render
@@ -37,8 +37,9 @@ class Toolkit(DeepRetrievalTools, AlignmentTools):
             else:
                 # without BT+DA there is no plan: the raw evidence goes to synthesis instead
                 raw = [p.text for p in self.evidence] if self.plan is None else []
-                prompt = render(
-                    "agent_synthesize", task=self.task, plan=self.plan.lines() if self.plan else [],
+                budget = self.o.max_tokens or (PARAMS_MAX_TOKENS if self.task.action == "call_api" else TEXT_MAX_TOKENS)
+                prompt = self.prompts.prompt(
+                    "agent_synthesize", budget, task=self.task, plan=self.plan.lines() if self.plan else [],
                     preferences=prefs, passages=raw, schema=schema, instructions=instructions,
                 )
             result = await answer(self.backend, prompt, self.task, step, seed=self.env.seed, max_tokens=self.o.max_tokens)

@@ -63,6 +63,7 @@ class StepRecord:
             llm_calls=usage.llm_calls,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
+            reused_prompt_tokens=usage.reused_prompt_tokens,
             latency_s=round(latency, 4),
             error=error,
         )
@@ -90,16 +91,11 @@ class Trace:
         self.steps.append(record.finish(time.perf_counter() - start, None))
 
     def usage(self) -> Usage:
-        total = Usage()
-        for s in self.steps:
-            total = total.add(
-                Usage(llm_calls=s.llm_calls, prompt_tokens=s.prompt_tokens, completion_tokens=s.completion_tokens)
-            )
-        return total
+        return trace_usage(self.steps)
 
 
 def trace_usage(steps: Sequence[TraceStep]) -> Usage:
     total = Usage()
     for s in steps:
-        total = total.add(Usage(llm_calls=s.llm_calls, prompt_tokens=s.prompt_tokens, completion_tokens=s.completion_tokens))
+        total = total.add(Usage.of_step(s))
     return total

@@ -31,12 +31,16 @@ class Completion(Strict):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # of prompt_tokens, those the provider did not compute again (llama.cpp prompt state; the
+    # OpenAI protocol's prompt_tokens_details.cached_tokens)
+    reused_prompt_tokens: int = 0
     model: str = ""
     finish_reason: str | None = None
     cached: bool = False
 
     def usage(self) -> Usage:
-        return Usage(llm_calls=1, prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)
+        return Usage(llm_calls=1, prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+                     reused_prompt_tokens=self.reused_prompt_tokens)
 
 
 class LLMError(RuntimeError):

@@ -6,6 +6,9 @@
   that runs all its calls; the async API awaits that thread and never blocks the event loop.
 - We render the prompt with the model's own GGUF chat template and call `create_completion`, so
   we control the grammar (JSON schema or a forced tool call), stop sequences and the deadline.
+- Prompt state is reused across calls: llama.cpp skips the prefix a prompt shares with the live
+  context, and iba.llm.prompt_states keeps snapshots so interleaved calls keep that gain.
+  Completions report the prompt tokens that were not evaluated again (`reused_prompt_tokens`).
 - Tool calls use the Hermes format Qwen2.5 was trained on (see iba.llm.toolcalls); a forced call
   is grammar-constrained to `<tool_call>{"name": <tool>, "arguments": <schema>}</tool_call>`.
 """
@@ -27,6 +30,7 @@ from iba import cancel
 from iba.llm import models
 from iba.llm.base import Backend, Completion, LLMError, ToolSpec, request_params
 from iba.llm.cache import ResponseCache, open_cache, through_cache
+from iba.llm.prompt_states import DEFAULT_BUDGET_MB, PromptStates
 from iba.llm.retry import RetryPolicy, Verdict, call_with_retries
 from iba.llm.toolcalls import (
     check_tool_choice,
@@ -53,6 +57,7 @@ class _Loaded:
     n_ctx: int
     lock: threading.Lock
     executor: ThreadPoolExecutor
+    states: PromptStates
 
 
 _LOADED: dict[tuple[str, int], _Loaded] = {}
@@ -73,8 +78,9 @@ def default_threads() -> int:
     return max(1, cpus // 2)
 
 
-def load_shared(path: Path, n_ctx: int, n_threads: int | None = None) -> _Loaded:
-    """The process-wide loaded model for (path, n_ctx); the first caller's n_threads wins."""
+def load_shared(path: Path, n_ctx: int, n_threads: int | None = None, state_mb: int = DEFAULT_BUDGET_MB) -> _Loaded:
+    """The process-wide loaded model for (path, n_ctx); the first caller's n_threads and
+    prompt-state budget win."""
     key = (str(Path(path).resolve()), n_ctx)
     with _LOAD_LOCK:
         if key in _LOADED:
@@ -102,6 +108,7 @@ def load_shared(path: Path, n_ctx: int, n_threads: int | None = None) -> _Loaded
             n_ctx=llama.n_ctx(),
             lock=threading.Lock(),
             executor=ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"llama:{Path(key[0]).name}"),
+            states=PromptStates(state_mb),
         )
         if not _LOADED:
             atexit.register(_close_all)
@@ -130,6 +137,7 @@ class LlamaCppBackend(Backend):
         cache: ResponseCache | None = None,
         timeout: float = 120.0,
         max_retries: int = 3,
+        prompt_state_mb: int = DEFAULT_BUDGET_MB,
     ) -> None:
         if (path is None) == (packaged is None):
             raise ValueError("give exactly one of path= or packaged=")
@@ -138,6 +146,7 @@ class LlamaCppBackend(Backend):
         self._path = path
         self._packaged = packaged
         self._n_threads = n_threads
+        self._state_mb = prompt_state_mb
         self._cache = cache
         self._timeout = timeout
         self.retry_policy = RetryPolicy(max_retries=max_retries)
@@ -165,11 +174,13 @@ class LlamaCppBackend(Backend):
         n_ctx: int | None = None,
         n_threads: int | None = None,
         base_url: str | None = None,  # noqa: ARG003 - accepted for a uniform factory signature
+        prompt_state_mb: int = DEFAULT_BUDGET_MB,
         **_: Any,
     ) -> LlamaCppBackend:
         """`rest` is a packaged model name (qwen2.5-coder-0.5b, ...) or a path to a .gguf file."""
         cache = open_cache(models.cache_root(cache_dir)) if use_cache else None
-        common = dict(n_threads=n_threads, cache=cache, timeout=timeout, max_retries=max_retries)
+        common = dict(n_threads=n_threads, cache=cache, timeout=timeout, max_retries=max_retries,
+                      prompt_state_mb=prompt_state_mb)
         if rest in models.PACKAGED:
             pm = models.PACKAGED[rest]
             return cls(f"local:{rest}", packaged=rest, n_ctx=n_ctx or pm.n_ctx, **common)
@@ -188,7 +199,7 @@ class LlamaCppBackend(Backend):
             with self._init_lock:
                 if self._loaded is None:
                     path = self._path or models.model_path(self._packaged or "")
-                    self._loaded = load_shared(path, self.context_window, self._n_threads)
+                    self._loaded = load_shared(path, self.context_window, self._n_threads, self._state_mb)
                     self.context_window = self._loaded.n_ctx
         return self._loaded
 
@@ -283,6 +294,7 @@ class LlamaCppBackend(Backend):
             criteria = StoppingCriteriaList([past_deadline])
             if rendered.stopping_criteria is not None:
                 criteria.extend(rendered.stopping_criteria)
+            reused = loaded.states.prepare(llama, prompt)
             resp = llama.create_completion(
                 prompt=prompt,
                 max_tokens=max_tokens,
@@ -293,11 +305,12 @@ class LlamaCppBackend(Backend):
                 grammar=grammar,
                 repeat_penalty=1.0,
             )
+            loaded.states.save(llama)
             cancel.check(stop_event)
             if late["hit"]:
                 raise LocalTimeout(f"generation passed the {self._timeout:g}s timeout (raise the call timeout, `--call-timeout`, or lower max_tokens)")
             choice, usage = resp["choices"][0], resp.get("usage") or {}
-            return self._completion(choice.get("text") or "", choice.get("finish_reason"), usage, tools)
+            return self._completion(choice.get("text") or "", choice.get("finish_reason"), usage, tools, reused)
 
     def _generate_without_template(self, loaded: _Loaded, msgs, max_tokens, temperature, seed, json_schema, tools, tool_choice, stop) -> Completion:
         """A GGUF without a chat template: let llama-cpp-python pick its fallback chat format."""
@@ -314,7 +327,9 @@ class LlamaCppBackend(Backend):
         choice, usage = resp["choices"][0], resp.get("usage") or {}
         return self._completion(choice["message"].get("content") or "", choice.get("finish_reason"), usage, tools)
 
-    def _completion(self, text: str, finish: str | None, usage: dict[str, Any], tools: list[ToolSpec] | None) -> Completion:
+    def _completion(
+        self, text: str, finish: str | None, usage: dict[str, Any], tools: list[ToolSpec] | None, reused: int = 0
+    ) -> Completion:
         calls = []
         if tools:
             text, calls = parse_text_tool_calls(text, [t.name for t in tools])
@@ -323,6 +338,7 @@ class LlamaCppBackend(Backend):
             tool_calls=calls,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
+            reused_prompt_tokens=reused,
             model=self.model_id,
             finish_reason="tool_calls" if calls else finish,
         )

@@ -283,6 +283,8 @@ class OpenAICompatBackend(Backend):
         usage = getattr(resp, "usage", None)
         prompt_tokens = getattr(usage, "prompt_tokens", None) or 0
         completion_tokens = getattr(usage, "completion_tokens", None) or 0
+        # servers with prefix caching (vLLM, OpenAI) report the prompt tokens they did not recompute
+        reused = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None) or 0
         if finish == "length" and 0 < int(completion_tokens) < max_tokens:
             # Not our max_tokens: the server (its context, a limit, a proxy) cut the reply. Returning
             # it would score a mutilated answer as the agent's own.
@@ -295,6 +297,7 @@ class OpenAICompatBackend(Backend):
             tool_calls=calls,
             prompt_tokens=int(prompt_tokens),
             completion_tokens=int(completion_tokens),
+            reused_prompt_tokens=int(reused),
             model=self.model_id,
             finish_reason="tool_calls" if calls else finish,
         )

@@ -2,7 +2,9 @@
 
 A template defines `{% block system %}` and `{% block user %}`; `render` returns the chat
 messages plus the sha256 of the template source, which every result records so that a changed
-prompt is visible in the data.
+prompt is visible in the data. A template may also define `{% block followup %}`: the same step
+asked as the next user turn of a conversation that is already open (`render(..., followup=True)`;
+see iba.agents.step_prompts), which carries the step's rules itself.
 """
 
 from __future__ import annotations
@@ -41,17 +43,25 @@ def names() -> list[str]:
     return sorted(p.stem for p in _DIR.glob("*.jinja"))
 
 
-def render(name: str, **variables: Any) -> Prompt:
-    """Render template `name` into [system?, user] messages."""
+def has_followup(name: str) -> bool:
+    return "followup" in _ENV.get_template(f"{name}.jinja").blocks
+
+
+def render(name: str, *, followup: bool = False, **variables: Any) -> Prompt:
+    """Render template `name` into [system?, user] messages, or (followup=True) into the one user
+    message that continues an open conversation."""
     try:
         tmpl = _ENV.get_template(f"{name}.jinja")
     except jinja2.TemplateNotFound:
         raise KeyError(f"no prompt template {name!r}; have: {', '.join(names())}") from None
     ctx = tmpl.new_context(dict(variables))
+    blocks = (("user", "followup"),) if followup else (("system", "system"), ("user", "user"))
+    if followup and "followup" not in tmpl.blocks:
+        raise ValueError(f"prompt template {name!r} has no followup block")
     messages = []
-    for role in ("system", "user"):
-        if role in tmpl.blocks:
-            text = "".join(tmpl.blocks[role](ctx)).strip()
+    for role, block in blocks:
+        if block in tmpl.blocks:
+            text = "".join(tmpl.blocks[block](ctx)).strip()
             if text:
                 messages.append({"role": role, "content": text})
     if not messages:

@@ -205,18 +205,21 @@ def cost_table(data: ReportData) -> Table:
         task = [r for r in recs if split_qa_id(r.instance_id)[1] is None]
         calls = sum(r.usage.llm_calls for r in recs)
         pt = sum(r.usage.prompt_tokens for r in recs)
+        reused = sum(r.usage.reused_prompt_tokens for r in recs)
         ct = sum(r.usage.completion_tokens for r in recs)
         wall = sum(r.latency_s for r in recs)
         judge = [s for r in recs for s in data.scores.get(r.key, []) if s.scorer.startswith("judge:")]
         rows.append([
-            row.label, len(task), len(recs) - len(task), sum(r.status == "errored" for r in recs), calls, pt, ct,
+            row.label, len(task), len(recs) - len(task), sum(r.status == "errored" for r in recs), calls, pt, reused, ct,
             round(wall, 1), round(wall / len(recs), 2) if recs else None,
             sum(s.usage.llm_calls for s in judge), sum(s.usage.prompt_tokens + s.usage.completion_tokens for s in judge),
         ])
-    cols = ["Agent (model)", "task runs", "QA runs", "errored", "LLM calls", "prompt tokens", "completion tokens",
+    cols = ["Agent (model)", "task runs", "QA runs", "errored", "LLM calls", "prompt tokens", "of which reused",
+            "completion tokens",
             "wall s", "s / run", "judge calls", "judge tokens"]
     return Table("cost", "Cost and effort", cols, rows,
-                 note="Agent figures cover task and QA runs; judge figures are the scoring calls.",
+                 note="Agent figures cover task and QA runs; judge figures are the scoring calls. 'Of which reused': "
+                      "prompt tokens the model did not compute again (prompt state shared with an earlier call).",
                  cell_format=lambda v: f"{v:g}")
 
 

@@ -102,7 +102,7 @@ def _usage_of(action: Action | None, steps: Sequence[Any] = ()) -> Usage:
     """Summed usage of an action's trace steps (or of `steps`, those an exception carried)."""
     u = Usage()
     for step in (action.trace if action else steps):
-        u = u.add(Usage(llm_calls=step.llm_calls, prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens))
+        u = u.add(Usage.of_step(step))
     return u
 
 
