@@ -125,3 +125,15 @@ async def test_llm_scorer_that_keeps_nothing_falls_back_to_rules(tmp_path):
     step = next(s for s in action.trace if s.step == "rerank_salience")
     assert step.outputs["fallback"] == "rules" and step.outputs["retained"]
     assert all(v >= 5 for k, v in step.outputs["scores"].items() if k in {r["chunk_id"] for r in step.outputs["retained"]})
+
+
+async def test_naive_salience_scores_each_candidate_in_its_own_call(tmp_path):
+    backend = iba_backend()
+    action = await _agent(backend, tmp_path, reranker="each", max_candidates="4").act(TEXT_TASK, small_history())
+    step = {s.step: s for s in action.trace}["rerank_salience"]
+    n = len(step.inputs["candidates"])
+    assert 1 <= n <= 4 and step.llm_calls == n and len(backend.calls) == 5 + n
+    salience = [m for m, _ in backend.calls if "rate passages" in m[0]["content"]]
+    assert len(salience) == n and all(m[-1]["content"].count("[P1]") == 1 and "[P2]" not in m[-1]["content"] for m in salience)
+    # every candidate is "the first passage" of its own call: the scripted scorer gives each 10
+    assert set(step.outputs["scores"].values()) == {10.0}

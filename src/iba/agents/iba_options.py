@@ -15,7 +15,9 @@ class IBAOptions(Strict):
     btda: bool = True  # Broad Thinking & Deep Alignment (ablation "w/o BT+DA")
     synthesis: Literal["plan", "rag"] = "plan"  # rag = the RAG-style synthesis ablation
     expansion: Literal["llm", "template"] = "llm"
-    reranker: Literal["llm", "rules"] = "llm"
+    # llm: all candidates scored in one call; each: one call per candidate (the naive scorer, for
+    # the effort comparison); rules: Table 12 by rules, no call
+    reranker: Literal["llm", "each", "rules"] = "llm"
     compact: Literal["llm", "rules"] = "llm"
     unit: Unit = "token"
     size: int = 256

@@ -118,7 +118,7 @@ class DeepRetrievalTools(ToolState):
 
         The rule scorer sees every candidate; the LLM scorer sees the first `max_candidates` in
         fused order (a prompt-token budget), each shown as the user's own lines, which is what
-        Table 12 scores.
+        Table 12 scores: all in one call (`llm`) or one call each (`each`, the naive baseline).
         """
         pool = self.pool or self.filter_redundant()
         n = len(pool.passages) if self.o.reranker == "rules" else min(len(pool.passages), self.o.max_candidates)
@@ -129,6 +129,17 @@ class DeepRetrievalTools(ToolState):
                 scores: list[SalienceScore] = []
             elif self.o.reranker == "rules":
                 scores = rule_scores(cands, pool.best_ranks[:n], pool.hits[:n])
+            elif self.o.reranker == "each":
+                scores = []
+                for p in cands:  # same template, one passage per call: the scores do not see each other
+                    prompt = render("agent_salience", task=self.task, passages=[user_view(p)], n=1)
+                    step.llm(prompt, [])
+                    reply, comps = await complete_json(
+                        self.backend, prompt.messages, salience_reply_model(1),
+                        max_tokens=self._cap(SALIENCE_TOKENS_PER_PASSAGE + 40), seed=self.env.seed,
+                    )
+                    step.llm(None, comps)
+                    scores.append(SalienceScore(relevance=reply.scores[0].relevance, signal=reply.scores[0].signal))
             else:
                 cap = self._cap(SALIENCE_TOKENS_PER_PASSAGE * n + 40)
                 prompt = self.prompts.prompt("agent_salience", cap, task=self.task, passages=[user_view(p) for p in cands], n=n)
@@ -142,7 +153,7 @@ class DeepRetrievalTools(ToolState):
                 scores = [SalienceScore(relevance=s.relevance, signal=s.signal) for s in reply.scores]
             self.evidence = select(cands, scores, self.o.retain_at, self.o.max_passages)
             fallback = None
-            if cands and not self.evidence and self.o.reranker == "llm":
+            if cands and not self.evidence and self.o.reranker != "rules":
                 # a weak scorer that keeps nothing would leave the later steps blind: use Table 12 by rules
                 fallback = "rules"
                 scores = rule_scores(cands, pool.best_ranks[:n], pool.hits[:n])
