@@ -139,3 +139,24 @@ def test_turn_units_share_vectors_by_text_across_histories_and_dates(tmp_path):
     want = HashEmbedder().encode([turn_body(t) for t in b])
     assert np.allclose(second.vectors.vectors, want)
     assert np.allclose(first.vectors.vectors, HashEmbedder().encode([turn_body(t) for t in a]))
+
+
+def test_mixed_units_are_the_windows_plus_the_user_turns(tmp_path):
+    """unit=mixed reuses the token index's window vectors and the turn store's vectors: building
+    it after both embeds nothing, and its user-turn units are the turn index's user rows."""
+    h = make_history(TEXTS)
+    emb = HashEmbedder()
+    windows = HistoryIndex.build(h, emb, tmp_path, unit="token", size=64, overlap=10)
+    turns = HistoryIndex.build(h, emb, tmp_path, unit="turn")
+    before = emb.encoded_texts
+    mixed = HistoryIndex.build(h, emb, tmp_path, unit="mixed", size=64, overlap=10)
+    assert emb.encoded_texts == before
+    users = [i for i, t in enumerate(h) if t.role == "user"]
+    assert len(mixed) == len(windows) + len(users)
+    assert [c.text for c in mixed.chunks[: len(windows)]] == [c.text for c in windows.chunks]
+    assert [c.turn_ids for c in mixed.chunks[len(windows):]] == [[h[i].id] for i in users]
+    assert len({c.id for c in mixed.chunks}) == len(mixed)  # window and turn ids do not collide
+    assert np.allclose(mixed.vectors.vectors[len(windows):], turns.vectors.vectors[users])
+    assert mixed.key not in (windows.key, turns.key)
+    hits = mixed.search(h[users[0]].text, 3, "dense")
+    assert hits[0].chunk_id.startswith("u") and hits[0].turn_ids == [h[users[0]].id]

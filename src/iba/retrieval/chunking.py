@@ -1,4 +1,5 @@
-"""Split a user history into retrieval units: token windows (256/50, the paper's C.3), turns, sessions.
+"""Split a user history into retrieval units: token windows (256/50, the paper's C.3), turns, sessions,
+or windows plus user turns (mixed).
 
 Each turn is rendered as one line `[YYYY-MM-DD role] text` so the date and speaker travel with the
 words (recency matters for preferences that change). Token windows are counted with the
@@ -38,6 +39,15 @@ def turn_units(history: Sequence[Turn]) -> list[Chunk]:
     return [
         Chunk(id=f"c{i:05d}", text=turn_line(t), turn_ids=[t.id], timestamps=[t.timestamp])
         for i, t in enumerate(history)
+    ]
+
+
+def user_turn_units(history: Sequence[Turn]) -> list[Chunk]:
+    """One unit per user turn, ids `u<position in history>` (they sit beside windows in a mixed index)."""
+    return [
+        Chunk(id=f"u{i:05d}", text=turn_line(t), turn_ids=[t.id], timestamps=[t.timestamp])
+        for i, t in enumerate(history)
+        if t.role == "user"
     ]
 
 
@@ -134,4 +144,6 @@ def make_units(
         return turn_units(history)
     if unit == "session":
         return session_units(history)
-    raise ValueError(f"unknown chunk unit {unit!r}; choose token, turn or session")
+    if unit == "mixed":
+        return token_chunks(history, token_spans, size, overlap) + user_turn_units(history)
+    raise ValueError(f"unknown chunk unit {unit!r}; choose token, turn, session or mixed")

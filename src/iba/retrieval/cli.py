@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "each history is embedded once however many of its tasks are evaluated)",
     )
     p.add_argument("--embedder", default="minilm", help="embedder name (minilm, all-mpnet-base-v2, bge-m3)")
-    p.add_argument("--unit", choices=("token", "turn", "session"), default="token", help="retrieval unit (default: 256-token chunks, 50 overlap)")
+    p.add_argument("--unit", choices=("token", "turn", "session", "mixed"), default="token", help="retrieval unit (default: 256-token chunks, 50 overlap)")
     p.add_argument("--k", type=int, default=5, help="passages per query inside Deep Retrieval (default 5; the paper's 3)")
     p.add_argument("--deep-method", choices=("dense", "hybrid"), default="hybrid", help="search of Deep Retrieval's queries (default hybrid; the paper's dense)")
     p.add_argument("--no-feedback", action="store_true", help="Deep Retrieval without the relevance-feedback searches")

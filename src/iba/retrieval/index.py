@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from iba.retrieval.bm25 import BM25Index, top_k
-from iba.retrieval.chunking import CHUNK_OVERLAP, CHUNK_TOKENS, make_units, turn_body
+from iba.retrieval.chunking import CHUNK_OVERLAP, CHUNK_TOKENS, make_units, turn_body, user_turn_units
 from iba.retrieval.embed import Embedder, get_embedder
 from iba.retrieval.hybrid import rrf
 from iba.retrieval.passage import Chunk, Method, Passage, Unit
@@ -44,7 +44,7 @@ _lru_lock = threading.Lock()
 def history_key(history: Sequence[Turn], embedder_name: str, unit: Unit, size: int, overlap: int) -> str:
     content = [[t.id, t.session_id, t.timestamp, t.role, t.text] for t in history]
     key = {"format": FORMAT, "history": content, "embedder": embedder_name, "unit": unit, "size": size, "overlap": overlap}
-    if unit == "turn":
+    if unit in ("turn", "mixed"):
         key["embeds"] = "turn_body"  # turn units embed the turn without its date since this was added
     return stable_hash(key, n=24)
 
@@ -124,18 +124,18 @@ class HistoryIndex:
         cls, key: str, history: Sequence[Turn], emb: Embedder, unit: Unit, size: int, overlap: int,
         cache_dir: str | Path | None = None,
     ) -> HistoryIndex:
+        if unit == "mixed":
+            # the windows' vectors are the token index's (cached under its own key), the user
+            # turns' come from the text-keyed store like turn units
+            windows = cls.build(history, emb, cache_dir, "token", size, overlap)
+            turns = [t for t in history if t.role == "user"]
+            vectors = np.concatenate([windows.vectors.vectors, _turn_vectors(turns, emb, cache_dir)])
+            return cls(key, windows.chunks + user_turn_units(history), vectors, emb)
         chunks = make_units(history, unit, emb.token_spans, size, overlap)
         if unit != "turn":
             # windows and sessions cross turn boundaries, so they almost never recur: embedded as is
             return cls(key, chunks, emb.encode([c.text for c in chunks]), emb)
-        texts = [turn_body(t) for t in history]  # one chunk per turn, in order
-        if cache_dir is None:
-            return cls(key, chunks, emb.encode(texts), emb)
-        store = TextVectors(cache_dir, emb)
-        try:
-            return cls(key, chunks, store.encode(texts), emb)
-        finally:
-            store.close()
+        return cls(key, chunks, _turn_vectors(history, emb, cache_dir), emb)
 
     @classmethod
     def _load(cls, path: Path, key: str, emb: Embedder) -> HistoryIndex | None:
@@ -214,6 +214,18 @@ class HistoryIndex:
                 hits = [(int(i), s) for i, s in fused[:k]]
             results.append([self.passage(i, s, q) for i, s in hits])
         return results
+
+
+def _turn_vectors(turns: Sequence[Turn], emb: Embedder, cache_dir: str | Path | None) -> np.ndarray:
+    """One vector per turn, of its body (no date), through the text-keyed store when there is a cache."""
+    texts = [turn_body(t) for t in turns]
+    if cache_dir is None:
+        return emb.encode(texts)
+    store = TextVectors(cache_dir, emb)
+    try:
+        return store.encode(texts)
+    finally:
+        store.close()
 
 
 def index_path(cache_dir: str | Path, key: str) -> Path:

@@ -8,7 +8,8 @@ from pydantic import Field
 
 from iba.types import Strict
 
-Unit = Literal["token", "turn", "session"]
+# mixed: the token windows plus one unit per user turn (the preferences live in user lines)
+Unit = Literal["token", "turn", "session", "mixed"]
 Method = Literal["dense", "bm25", "hybrid"]
 
 
