@@ -76,12 +76,13 @@ def _cfg(**kw) -> RunConfig:
     return RunConfig(**{"agents": ["ray-echo"], "progress": False, "qa": True, "trials": 3, **kw})
 
 
-def _ray(ds, store, cfg, *, backend=None, judges=(), workers=2):
+def _ray(ds, store, cfg, *, backend=None, judges=(), workers=2, recipe_options=None):
     from iba.run.ray_executor import BackendRecipe, RayOptions, run_dataset_ray
 
     backend = backend or scripted_backend("t")
+    recipe = BackendRecipe(backend.model_id, dict(recipe_options or {}))
     return asyncio.run(run_dataset_ray(ds, backend, store, cfg, judges=judges,
-                                       recipe=BackendRecipe(backend.model_id), options=RayOptions(workers=workers)))
+                                       recipe=recipe, options=RayOptions(workers=workers)))
 
 
 def _local(ds, store, cfg, *, backend=None, judges=()):
@@ -89,12 +90,14 @@ def _local(ds, store, cfg, *, backend=None, judges=()):
 
 
 def _records(store: Store) -> dict[str, tuple]:
-    """Each record's identity and what the agent did (its trace without the step timings)."""
+    """Each record's identity and what the agent did (its trace without the step timings and the
+    prompt tokens served from a process's live model state: both depend on which process ran what
+    before, not on what the agent did)."""
     def action(r):
         if r.action is None:
             return None
-        return r.action.model_copy(update={"trace": [t.model_copy(update={"latency_s": 0.0}) for t in r.action.trace]}
-                                   ).model_dump_json()
+        trace = [t.model_copy(update={"latency_s": 0.0, "reused_prompt_tokens": 0}) for t in r.action.trace]
+        return r.action.model_copy(update={"trace": trace}).model_dump_json()
 
     return {r.key: (r.instance_id, r.agent, r.trial, r.status, action(r)) for r in store.runs()}
 
@@ -161,7 +164,8 @@ def test_ray_gives_the_local_records_and_scores_on_the_real_model(ray_cluster, s
     backend = resolve_backend("local:smollm2-135m", cache_dir=cache, use_cache=True)
     cfg = _cfg(agents=["rag?max_tokens=32"], trials=2, cache_dir=cache)
     with Store(tmp_path / "ray.sqlite") as a, Store(tmp_path / "local.sqlite") as b:
-        s = _ray(ds, a, cfg, backend=backend, judges=[backend])
+        # the workers build their own backend on the test's response cache (not ~/.cache/iba)
+        s = _ray(ds, a, cfg, backend=backend, judges=[backend], recipe_options={"cache_dir": str(cache)})
         assert (s.planned, s.errored) == (6, 0) and s.ok + s.failed == 6
         assert s.usage.llm_calls >= 6  # the workers really ran the model (the cache was empty)
         assert list((cache / "index").glob("*.npz"))  # ... and wrote the index cache the local run reads
