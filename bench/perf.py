@@ -61,11 +61,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--latency", type=float, default=0.5, help="stub server seconds per request (default: 0.5)")
     p.add_argument("--models", default="local:qwen2.5-coder-0.5b,local:qwen2.5-coder-1.5b",
                    help="models for the speed section (default: the packaged 0.5B and 1.5B)")
-    p.add_argument("--agents-store", type=Path, default=ROOT / "runs" / "bench-agents" / "agents.sqlite",
-                   help="the agent benchmark's store for the effort section")
+    p.add_argument("--agents-store", type=Path, action="append", default=None,
+                   help="a bench/agents.py store for the effort section (repeatable; default: "
+                        "runs/bench-agents/agents.sqlite); the first also gives the projection its seconds per action")
     p.add_argument("--no-write", action="store_true", help="print only; do not touch BENCHMARKS.md / results")
     a = p.parse_args(argv)
     a.only = [s.strip() for s in a.only.split(",") if s.strip()]
+    a.agents_stores = a.agents_store or [ROOT / "runs" / "bench-agents" / "agents.sqlite"]
+    a.agents_store = a.agents_stores[0]
     bad = [s for s in a.only if s not in SECTIONS]
     if bad:
         p.error(f"--only: unknown section(s) {', '.join(bad)}; choose from {', '.join(SECTIONS)}")
@@ -433,24 +436,24 @@ def sec_model(a: argparse.Namespace) -> list[dict]:
 
 
 def sec_effort(a: argparse.Namespace) -> list[dict]:
-    if not a.agents_store.exists():
-        return [row("agent effort", "not measured", "reported", None, "python bench/agents.py",
-                    f"no store at {a.agents_store}")]
-    per: dict[str, list[dict]] = {}
-    for agent, r in _ok_records(a.agents_store):
-        kind = "QA probes" if "::qa::" in r["instance_id"] else "tasks"
-        per.setdefault(f"{agent}|{kind}", []).append(r)
+    """Per action, from each given agent store: calls, tokens (and the prompt tokens the model did
+    not evaluate again), seconds, and the deterministic task score beside them (agent_cost.py)."""
+    from agent_cost import cost, read_column
+
     rows = []
-    for group, recs in sorted(per.items()):
-        agent, kind = group.split("|")
-        calls = statistics.median(r["usage"]["llm_calls"] for r in recs)
-        pt = statistics.median(r["usage"]["prompt_tokens"] for r in recs)
-        ct = statistics.median(r["usage"]["completion_tokens"] for r in recs)
-        lat = statistics.median(r["latency_s"] for r in recs)
-        rows.append(row(f"`{agent}` per action, {kind} (median over {len(recs)})",
-                        f"**{calls:.0f} calls, {pt:.0f} prompt + {ct:.0f} completion tokens, {lat:.0f} s**",
-                        "reported; scores in 'Agents on the full benchmark'", None,
-                        "python bench/agents.py (the store it fills)"))
+    for store in a.agents_stores:
+        if not Path(store).exists():
+            rows.append(row("agent effort", "not measured", "reported", None, "python bench/agents.py", f"no store at {store}"))
+            continue
+        for name, recs in read_column(str(store)).items():
+            cs = [cost(e) for e in recs.values()]
+            med = {k: statistics.median(c[k] for c in cs) for k in ("calls", "prompt", "reused", "completion", "wall_s")}
+            scored = [c["score"] for c in cs if c["score"] is not None]
+            score = f"slot score {100 * statistics.mean(scored):.1f} (n={len(scored)})" if scored else "no slot scores"
+            rows.append(row(f"`{name.split(':', 1)[1]}` per task action (median over {len(cs)}; store {Path(store).parent.name if Path(store).is_file() else Path(store).name})",
+                            f"**{med['calls']:.0f} calls, {med['prompt']:.0f} prompt (of them {med['reused']:.0f} reused) + "
+                            f"{med['completion']:.0f} completion tokens, {med['wall_s']:.0f} s**",
+                            "reported, beside the score", None, "python bench/agents.py (the store it fills)", score))
     return rows
 
 
