@@ -65,12 +65,23 @@ _LOAD_LOCK = threading.Lock()
 
 
 def default_threads() -> int:
-    """Half the CPUs we may use (llama.cpp's own advice: physical cores, not hyperthreads).
+    """$IBA_LLAMA_THREADS if set, else half the CPUs we may use (llama.cpp's own advice: physical
+    cores, not hyperthreads).
 
     Measured on a busy 2-vCPU box: 2 OpenMP threads fell to ~1 tok/s generation because the
-    threads spin-wait for each other, 1 thread kept ~12 tok/s. To use more threads on a shared
-    machine, also set OMP_WAIT_POLICY=PASSIVE before starting Python.
+    threads spin-wait for each other, 1 thread kept ~12 tok/s. On an idle one 2 threads evaluate
+    prompts 1.9x faster (bench/BENCHMARKS.md, session 6), hence the variable. To use more threads
+    on a shared machine, also set OMP_WAIT_POLICY=PASSIVE before starting Python.
     """
+    raw = os.environ.get("IBA_LLAMA_THREADS", "")
+    if raw.strip():
+        try:
+            n = int(raw)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"IBA_LLAMA_THREADS must be a positive integer, got {raw!r}")
+        return n
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
