@@ -52,10 +52,15 @@ def read_column(spec: str) -> dict[str, dict[str, dict]]:
     return {f"{Path(path).name}:{agent}": v for agent, v in out.items()}
 
 
+def _steps(rec: dict) -> list[dict]:
+    """The action's trace, or for a failed record the steps that ran before it failed."""
+    return ((rec.get("action") or {}).get("trace")) or rec.get("partial_trace") or []
+
+
 def cost(entry: dict) -> dict[str, float]:
     rec = entry["record"]
     usage = rec.get("usage") or {}
-    steps = (rec.get("action") or {}).get("trace") or []
+    steps = _steps(rec)
     return {
         "calls": usage.get("llm_calls", 0),
         "prompt": usage.get("prompt_tokens", 0),
@@ -69,7 +74,7 @@ def cost(entry: dict) -> dict[str, float]:
 
 
 def step_rows(entry: dict) -> list[str]:
-    steps = ((entry["record"].get("action") or {}).get("trace")) or []
+    steps = _steps(entry["record"])
     return [f"{s['step']} {s.get('prompt_tokens', 0)}p/{s.get('reused_prompt_tokens', 0)}r/"
             f"{s.get('completion_tokens', 0)}c {s.get('latency_s', 0.0):.0f}s" for s in steps if s.get("llm_calls")]
 
