@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import json
 import os
 import threading
 import time
@@ -30,6 +29,7 @@ from iba import cancel
 from iba.llm import models
 from iba.llm.base import Backend, Completion, LLMError, ToolSpec, request_params
 from iba.llm.cache import ResponseCache, open_cache, through_cache
+from iba.llm.grammar import schema_gbnf
 from iba.llm.prompt_states import DEFAULT_BUDGET_MB, PromptStates
 from iba.llm.retry import RetryPolicy, Verdict, call_with_retries
 from iba.llm.toolcalls import (
@@ -360,7 +360,7 @@ def _json_grammar(schema: dict[str, Any]) -> Any:
     from llama_cpp.llama_grammar import JSON_GBNF
 
     try:
-        return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        return LlamaGrammar.from_string(schema_gbnf(schema), verbose=False)
     except Exception:  # noqa: BLE001 - a schema feature the converter lacks: plain JSON, then validate
         return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
 

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from iba.llm.base import Completion, ToolCall, ToolSpec
+from iba.llm.grammar import schema_gbnf
 from iba.llm.jsontext import extract_json_object
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -55,9 +56,9 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         return raw
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return {}
-    value = json.loads(raw) if isinstance(raw, str) else raw
+    value = json.loads(raw, strict=False) if isinstance(raw, str) else raw
     if isinstance(value, str):  # some servers double-encode
-        value = json.loads(value)
+        value = json.loads(value, strict=False)
     if not isinstance(value, dict):
         raise ValueError(f"tool arguments must be a JSON object, got {type(value).__name__}")
     return value
@@ -97,7 +98,7 @@ def parse_text_tool_calls(text: str, tool_names: list[str]) -> tuple[str, list[T
 
 def _call_from_json(blob: str, tool_names: list[str], index: int) -> ToolCall | None:
     try:
-        obj = json.loads(blob)
+        obj = json.loads(blob, strict=False)
         if not isinstance(obj, dict) or obj.get("name") not in tool_names:
             return None
         args = parse_arguments(obj.get("arguments", obj.get("parameters", {})))
@@ -122,9 +123,7 @@ def forced_call_schema(tools: list[ToolSpec], tool_choice: str) -> dict[str, Any
 
 def forced_call_gbnf(tools: list[ToolSpec], tool_choice: str) -> str:
     """A llama.cpp grammar for `<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>`."""
-    from llama_cpp.llama_grammar import json_schema_to_gbnf  # lazy: heavy import
-
-    body = json_schema_to_gbnf(json.dumps(forced_call_schema(tools, tool_choice)))
+    body = schema_gbnf(forced_call_schema(tools, tool_choice))
     body = re.sub(r"^root ::=", "iba-call ::=", body, count=1, flags=re.M)
     return f'root ::= "<tool_call>\\n" iba-call "\\n</tool_call>"\n{body}'
 
