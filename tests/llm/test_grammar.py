@@ -50,3 +50,16 @@ async def test_the_embedded_model_writes_strict_json_where_it_wants_line_breaks(
     schema = {"type": "object", "properties": {"poem": {"type": "string", "maxLength": 200}}, "required": ["poem"]}
     comp = await smollm_backend.complete(msgs, max_tokens=120, json_schema=schema, temperature=0.0, seed=1)
     assert isinstance(json.loads(comp.text)["poem"], str)
+
+
+def test_a_broken_object_does_not_yield_its_inner_object():
+    cut = '{"plan": "book it", "params": {"room": "suite"}, "notes": ["a'
+    with pytest.raises(ValueError, match="no JSON object found"):
+        extract_json_object(cut)
+    with pytest.raises(ValueError):
+        extract_json_object('[{"a": 1}, {"b": 2}')  # an unclosed list of objects: neither is the reply
+    # prose before the object, colon included, still finds it
+    assert extract_json_object('Here is the JSON: {"a": 1}') == {"a": 1}
+    assert extract_json_object('Sure.\n{"a": {"b": 2}} hope this helps') == {"a": {"b": 2}}
+    # a complete list is not broken: its first object, as before
+    assert extract_json_object('[{"name": "note", "arguments": {}}]') == {"name": "note", "arguments": {}}

@@ -24,9 +24,17 @@ def extract_json_object(text: str) -> dict[str, Any]:
             continue
         if isinstance(value, dict):
             return value
-    # Leading/trailing prose: decode from each "{" until one parses as a whole object.
+        if isinstance(value, list):  # a whole list, e.g. [{"name": ..., "arguments": ...}]: its first object
+            first = next((v for v in value if isinstance(v, dict)), None)
+            if first is not None:
+                return first
+    # Leading/trailing prose: decode from each "{" until one parses as a whole object, skipping those
+    # that open a value inside a broken object: a cut-off action's inner `{"x": 1}` is not the reply
+    # (and could validate against a lenient schema).
     decoder = json.JSONDecoder(strict=False)
     for m in re.finditer(r"\{", text):
+        if _opens_a_member(text, m.start()):
+            continue
         try:
             value, _ = decoder.raw_decode(text, m.start())
         except (ValueError, RecursionError):
@@ -36,3 +44,20 @@ def extract_json_object(text: str) -> dict[str, Any]:
     if not text:
         raise ValueError("the reply is empty; expected a JSON object")
     raise ValueError(f"no JSON object found in the reply (starts with {text[:60]!r})")
+
+
+def _opens_a_member(text: str, i: int) -> bool:
+    """Whether the "{" at `i` follows `[`, `,`, `{` or a key's `":` (not prose such as "Here: {")."""
+    j = i - 1
+    while j >= 0 and text[j].isspace():
+        j -= 1
+    if j < 0:
+        return False
+    if text[j] in "[,{":
+        return True
+    if text[j] != ":":
+        return False
+    j -= 1
+    while j >= 0 and text[j].isspace():
+        j -= 1
+    return j >= 0 and text[j] == '"'
