@@ -1,6 +1,6 @@
 """Cooperative cancellation of blocking work that asyncio cannot stop.
 
-`asyncio.wait_for` cancels an agent's coroutine at its timeout, but a thread it started (embedding
+The runner's `asyncio.timeout` cancels an agent's coroutine at its timeout, but a thread it started (embedding
 a history, a llama.cpp generation) runs on, holding the CPU and the model's lock, and a process
 with such a thread never exits. The runner opens a `scope()` around each action and sets it when
 the action times out; blocking loops call `check()` between steps (an embedding batch, a decoded

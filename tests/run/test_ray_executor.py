@@ -128,6 +128,16 @@ class InterruptAfter(Store):
         super().__init__(path)
         self.left = n
 
+    def __enter__(self):
+        # a terminal's Ctrl-C meets Python's own handler (which asyncio.run turns into a cancel); a
+        # library loaded by an earlier test may have left another one installed
+        self._sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGINT, self._sigint)
+        return super().__exit__(*exc)
+
     def put_run(self, rec):
         stored = super().put_run(rec)
         self.left -= 1

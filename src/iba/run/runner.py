@@ -131,7 +131,10 @@ async def run_one(
     try:
         with cancel.scope() as stop_work:  # the action's threads see it (iba.cancel)
             try:
-                action = await asyncio.wait_for(agent.act(task, history), timeout=cfg.timeout_s)
+                # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation (Ctrl-C) that
+                # arrives as the action finishes, and the run would go on
+                async with asyncio.timeout(cfg.timeout_s):
+                    action = await agent.act(task, history)
             except asyncio.TimeoutError:
                 stop_work.set()  # stop the embedding or generation the cancelled coroutine left running
                 raise
