@@ -61,7 +61,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None,
                    help="llama.cpp threads of an embedded model (default: $IBA_LLAMA_THREADS, else every usable "
                         "CPU: this benchmark makes one model call at a time and wants the machine to itself; "
-                        "2 threads are 1.95x faster per action than the library default of 1 on 2 idle cores)")
+                        "on 2 idle cores that halves an action's wall time, bench/BENCHMARKS.md session 6)")
     p.add_argument("--report-only", action="store_true", help="do not run; report what the store holds")
     a = p.parse_args(argv)
     for name in ("users", "n_api", "chunk"):
@@ -134,8 +134,9 @@ def run(args: argparse.Namespace, ds, sample: list[str]) -> None:
     from iba.run.store import Store
 
     if args.threads is not None or not os.environ.get("IBA_LLAMA_THREADS", "").strip():
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        os.environ["IBA_LLAMA_THREADS"] = str(args.threads or cpus)  # read when the model loads
+        from iba.cpus import usable_cpus
+
+        os.environ["IBA_LLAMA_THREADS"] = str(args.threads or usable_cpus())  # read when the model loads
     backend = resolve_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, timeout=args.timeout)
     judges = [resolve_backend(args.judge, base_url=args.base_url, cache_dir=args.cache_dir)] if args.judge else []
     store_path = args.out / "agents.sqlite"

