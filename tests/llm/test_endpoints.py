@@ -429,9 +429,12 @@ class CountingProxy(FaultProxy):
 
     A request leaves the count just before its answer is written: the client can send its next
     request only after reading that answer, so the proxy never counts more than the client has
-    in flight (a bound exceeded here was exceeded by the client)."""
+    in flight (a bound exceeded here was exceeded by the client).
 
-    def __init__(self, upstream: str, overall: InFlight) -> None:
+    With `gate`, a chat request is counted, then held until the gate is set: a test can act on
+    the upstream while requests are certainly in flight, instead of racing a fast server."""
+
+    def __init__(self, upstream: str, overall: InFlight, gate: threading.Event | None = None) -> None:
         super().__init__(upstream)
         self.counter = InFlight()
         counters = (self.counter, overall)
@@ -443,6 +446,8 @@ class CountingProxy(FaultProxy):
                 if self._open:
                     for c in counters:
                         c.enter()
+                    if gate is not None:
+                        gate.wait(60)
                 try:
                     super()._handle()
                 finally:
@@ -508,17 +513,19 @@ async def test_two_real_servers_share_8_requests_within_the_in_flight_bounds(_no
 @pytest.mark.slow
 async def test_a_server_terminated_mid_batch_moves_its_requests_to_the_other(_no_key, llama_server, stoppable_server):
     overall = InFlight()
-    with CountingProxy(stoppable_server.url, overall) as victim:
+    gate = threading.Event()  # the victim holds what it takes until its server is dead: no race with a fast server
+    with CountingProxy(stoppable_server.url, overall, gate) as victim:
         be = resolve_backend("openai:smollm2-135m", base_url=[victim.base_url, llama_server], use_cache=False,
                              max_in_flight_per_endpoint=2, max_retries=0)  # no retries: only failover saves them
         be.endpoints.down_s = 60.0  # still down when the test looks
         killed_at: list[int] = []
 
         async def kill_when_busy() -> None:
-            while victim.counter.total < 2:  # the victim has taken part of the batch
+            while victim.counter.now < 2:  # the victim holds its full share of the batch
                 await asyncio.sleep(0.02)
             killed_at.append(victim.counter.total)
             await asyncio.to_thread(_stop, stoppable_server)
+            gate.set()  # the held requests now reach a dead server
 
         killer = asyncio.create_task(kill_when_busy())
         out = await asyncio.gather(*(be.complete(_prompt(i), max_tokens=8) for i in range(10)))
