@@ -141,6 +141,7 @@ def run(args: argparse.Namespace, ds, sample: list[str]) -> None:
     judges = [resolve_backend(args.judge, base_url=args.base_url, cache_dir=args.cache_dir)] if args.judge else []
     store_path = args.out / "agents.sqlite"
     t0, ran, done = time.monotonic(), 0, 0
+    total = {"ok": 0, "failed": 0, "errored": 0, "skipped": 0, "calls": 0}  # the line reads as totals: keep them
     with Store(store_path) as store:
         for start in range(0, len(sample), args.chunk):
             chunk = sample[start:start + args.chunk]
@@ -151,10 +152,14 @@ def run(args: argparse.Namespace, ds, sample: list[str]) -> None:
             done += len(chunk)
             if s.planned > s.skipped:
                 ran += len(chunk)
+            for k, v in (("ok", s.ok), ("failed", s.failed), ("errored", s.errored), ("skipped", s.skipped),
+                         ("calls", s.usage.llm_calls)):
+                total[k] += v
             elapsed = time.monotonic() - t0
             eta = elapsed / ran * (len(sample) - done) if ran else float("nan")
-            print(f"[{done}/{len(sample)} instances] {s.ok} ok, {s.failed} failed, {s.errored} errored, "
-                  f"{s.skipped} stored before; {s.usage.llm_calls} LLM calls; elapsed {fmt_s(elapsed)}, "
+            print(f"[{done}/{len(sample)} instances] records: {total['ok']} ok, {total['failed']} failed, "
+                  f"{total['errored']} errored, {total['skipped']} stored before; {total['calls']} LLM calls; "
+                  f"elapsed {fmt_s(elapsed)}, "
                   f"ETA {fmt_s(eta) if ran else '?'}", flush=True)
             for line in s.errors[:3]:
                 print(f"  {line}", flush=True)

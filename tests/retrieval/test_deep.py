@@ -210,3 +210,49 @@ def test_cue_scan_only_returns_passages_with_a_preference_cue(tmp_path):
     assert [p.turn_ids for p in found] == [[history[2].id]]  # the one line with a Table 12 cue
     assert found[0].query == "cue_scan"
     assert cue_scan(index, [], k=5) == []
+
+
+def test_slot_queries_one_per_choice_parameter_and_only_when_asked():
+    from iba.retrieval.deep import labelled_queries, slot_queries
+
+    slots = slot_queries(API_TASK)
+    assert slots == [("slot", "Cuisine. sichuan, japanese, italian"), ("slot", "How spicy. none, mild, hot")]  # not servings
+    assert slot_queries(TEXT_TASK) == []
+    queries = template_queries(API_TASK)
+    assert labelled_queries(API_TASK, queries) == [("task", API_TASK.query), *queries.items()]
+    assert labelled_queries(API_TASK, queries, slots=True)[-2:] == slots
+
+
+def test_contrast_scores_move_relevance_by_at_most_two_within_the_scale():
+    import numpy as np
+
+    from iba.retrieval.deep import contrast_scores
+
+    scores = [SalienceScore(relevance=r, signal=2) for r in (6, 3, 0, 5, 1)]
+    assert contrast_scores(scores, np.zeros(5), 2.0) == scores  # no spread: nothing to tell apart
+    assert contrast_scores(scores, np.array([1.0, 2, 3, 4, 5]), 0.0) == scores  # weight 0: off
+    moved = contrast_scores(scores, np.array([5.0, -5, -5, 0, 0]), 2.0)
+    assert [s.relevance for s in moved] == [6, 1, 0, 5, 1]  # capped at 6, floored at 0, the median stays
+    assert all(a.signal == b.signal for a, b in zip(scores, moved))
+
+
+def test_scenario_contrast_demotes_a_preference_about_another_scenario(tmp_path):
+    from iba.retrieval.deep import scenario_contrast
+
+    history = make_history([
+        ("user", "For food ordering I prefer the hot sichuan dishes, always."),
+        ("assistant", "Noted."),
+        ("user", "For commute route planning I prefer the quiet metro line, always."),
+        ("assistant", "Noted."),
+    ], per_session=4)
+    index = HistoryIndex.build(history, HashEmbedder(), tmp_path, unit="turn")
+    names = ["Food ordering", "Commute route planning", "Parking"]
+    food, commute = (index.passage(i, 0.0) for i in range(len(index.chunks)) if index.chunks[i].text.count("prefer"))
+    z = scenario_contrast(index, [food, commute], "Food ordering", names)
+    assert z is not None and z[0] > 0 > z[1]
+    assert scenario_contrast(index, [food, commute], "Food ordering", names[:2]) is None  # one other: no contrast
+    plain = deep_retrieve(index, API_TASK)
+    contrasted = deep_retrieve(index, API_TASK, scenarios=names)
+    rel = {r.chunk_id: s.relevance for r, s in zip(contrasted.candidates, contrasted.scores)}
+    base = {r.chunk_id: s.relevance for r, s in zip(plain.candidates, plain.scores)}
+    assert rel[commute.chunk_id] - base[commute.chunk_id] < rel[food.chunk_id] - base[food.chunk_id]

@@ -28,8 +28,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deep-method", choices=("dense", "hybrid"), default="hybrid", help="search of Deep Retrieval's queries (default hybrid; the paper's dense)")
     p.add_argument("--no-feedback", action="store_true", help="Deep Retrieval without the relevance-feedback searches")
     p.add_argument("--no-scan", action="store_true", help="Deep Retrieval without the signal-first cue scan")
+    p.add_argument("--slots", action="store_true", help="Deep Retrieval with one query per API choice parameter (off: it did not hold on held-out users)")
+    p.add_argument("--no-contrast", action="store_true",
+                   help="Deep Retrieval without scenario contrast (relevance moved by how much nearer a passage is to "
+                        "the task's scenario name than to the dataset's other scenario names)")
     p.add_argument("--no-repeats", action="store_true", help="Deep Retrieval without history-wide repeat folding "
-                   "(with --no-feedback --no-scan --k 3 --deep-method dense: the paper's retrieval)")
+                   "(with --no-feedback --no-scan --no-contrast --k 3 --deep-method dense: the paper's retrieval)")
     p.add_argument("--expansion", choices=EXPANSIONS, default="template", help="facet queries from templates (default) or an LLM")
     p.add_argument("--model", default=None, help="model for --expansion llm (default: local:qwen2.5-coder-0.5b)")
     p.add_argument("--base-url", default=None, help="server for openai: models")
@@ -54,6 +58,7 @@ def main(args: argparse.Namespace) -> int:
         from iba.llm import DEFAULT_MODEL, resolve_backend
 
         backend = resolve_backend(args.model or DEFAULT_MODEL, base_url=args.base_url)
+    scenarios = sorted({t.scenario_name for t in ds.instances})  # public: the tasks' own names
     table = RecallTable()
     skipped = 0
     start = time.perf_counter()
@@ -65,7 +70,8 @@ def main(args: argparse.Namespace) -> int:
         index = HistoryIndex.build(ds.history(task.user_id), args.embedder, Path(args.cache_dir), unit=args.unit)
         queries = asyncio.run(_llm_queries(backend, task, args.seed)) if backend else None
         table.add(ranked_lists(index, task, queries, deep_k=args.k, deep_method=args.deep_method, feedback=not args.no_feedback,
-                               scan=not args.no_scan, repeats=not args.no_repeats), gold)
+                               scan=not args.no_scan, repeats=not args.no_repeats, slots=args.slots,
+                               scenarios=() if args.no_contrast else scenarios), gold)
         if sys.stderr.isatty():
             print(f"\r{n}/{len(instances)} instances", end="", file=sys.stderr, flush=True)
     if sys.stderr.isatty():

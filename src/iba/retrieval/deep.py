@@ -1,10 +1,12 @@
 """Deep Retrieval (paper section 4): the model-free parts and their offline composition.
 
-    task query + 5 facet sub-queries (Table 3) -> similarity retrieval (top-k each)
+    task query + 5 facet sub-queries (Table 3) [+ one per API choice parameter: optional, off]
+    -> similarity retrieval (top-k each)
     -> relevance feedback (the best candidates' cue lines as queries, top-2 each; our addition:
        users repeat themselves across sessions, and the gold evidence often sits in those repeats)
     -> candidate pool -> redundancy filtering (content hash, high overlap; repeats are folded in)
-    -> salience re-ranking (Table 12, keep >= 5, at most 10 passages)
+    -> salience re-ranking (Table 12, keep >= 5, at most 10 passages); our addition: relevance
+       moved by scenario contrast (nearer the task's scenario name than the other scenarios' names)
     -> repeats across the history (our addition): a cue-bearing sentence of a kept passage that the
        user said again elsewhere folds those turns in, with their dates ("said the same again on")
 
@@ -21,13 +23,14 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+import numpy as np
 from pydantic import Field
 
 from iba.retrieval.bm25 import top_k
 from iba.retrieval.expansion import FacetQueries, template_queries
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.passage import Method, Passage
-from iba.retrieval.salience import MAX_PASSAGES, RETAIN_AT, SalienceScore, rule_scores, select, signal_type, user_lines
+from iba.retrieval.salience import MAX_PASSAGES, MAX_RELEVANCE, RETAIN_AT, SalienceScore, rule_scores, select, signal_type, user_lines
 from iba.types import Strict, TaskView
 
 # per-query depth and search of Deep Retrieval. The paper (C.3) uses top-3 by dense similarity;
@@ -41,6 +44,9 @@ FEEDBACK_K = 2  # passages per relevance-feedback query
 REPEAT_MIN_WORDS = 6  # shorter sentences ("thanks so much for that") repeat by chance
 MAX_REPEATS = 12  # turns folded into one passage by history-wide repeat search
 CUE_SCAN_K = 10  # cue-bearing passages added by the signal-first scan
+# relevance points per pool sd of scenario contrast; 1, 2 and 3 measured on seed 101 (tuning):
+# Deep R@10 0.627 / 0.637 / 0.635 against 0.604 without (bench/BENCHMARKS.md, session 7)
+CONTRAST_WEIGHT = 2.0
 
 
 class CandidatePool(Strict):
@@ -59,9 +65,24 @@ class DeepResult(Strict):
     passages: list[Passage]  # retained, best first; Passage.score is the salience
 
 
-def labelled_queries(task: TaskView, queries: FacetQueries) -> list[tuple[str, str]]:
-    """The task text first ("task"), then one query per facet."""
-    return [("task", task.query), *queries.items()]
+def labelled_queries(task: TaskView, queries: FacetQueries, slots: bool = False) -> list[tuple[str, str]]:
+    """The task text first ("task"), then one query per facet, then (with `slots`) one per choice
+    parameter of an API task."""
+    return [("task", task.query), *queries.items(), *(slot_queries(task) if slots else [])]
+
+
+def slot_queries(task: TaskView) -> list[tuple[str, str]]:
+    """One query ("slot") per enum parameter of the task's API schema: its description and options.
+
+    The facet queries put every parameter into one long "decision" query, where a single choice
+    ("Kind of lodging: hotel, apartment, ...") is diluted by the others; its own query finds the
+    turn in which the user settled it. Public schema text only, as the facet queries."""
+    out = []
+    for name, prop in ((task.api_schema or {}).get("properties") or {}).items():
+        if prop.get("enum"):
+            opts = ", ".join(str(v).replace("_", " ") for v in prop["enum"])
+            out.append(("slot", f"{prop.get('description') or name.replace('_', ' ')} {opts}"))
+    return out
 
 
 def merge_rankings(rankings: Sequence[tuple[str, Sequence[Passage]]]) -> CandidatePool:
@@ -287,6 +308,36 @@ def cue_scan(index: HistoryIndex, queries: Sequence[str], k: int = CUE_SCAN_K) -
     return [index.passage(cues[j], float(scores[j]), "cue_scan") for j in top_k(scores, k)]
 
 
+def scenario_contrast(index: HistoryIndex, passages: Sequence[Passage], scenario: str, scenarios: Sequence[str]) -> np.ndarray | None:
+    """Per passage: its similarity to the task's scenario name minus its best similarity to any other
+    scenario's name (None when there are fewer than two others to contrast with).
+
+    A long history holds the user's preferences for every scenario; a correction about commuting
+    shares cue words and dense similarity with a parking task, but it sits nearer "Commute route
+    planning" than "Parking". The names are public (the tasks' own), not the builder's wording.
+    """
+    others = [s for s in dict.fromkeys(scenarios) if s != scenario]
+    if len(others) < 2 or not passages:
+        return None
+    pos = index.memo.get("chunk_pos")
+    if pos is None:
+        pos = index.memo["chunk_pos"] = {c.id: i for i, c in enumerate(index.chunks)}
+    sims = index.dense_scores([scenario, *others])[:, [pos[p.chunk_id] for p in passages]]
+    return sims[0] - sims[1:].max(axis=0)
+
+
+def contrast_scores(scores: Sequence[SalienceScore], contrast: np.ndarray, weight: float) -> list[SalienceScore]:
+    """Relevance moved by up to +-2 points: `weight` points per standard deviation of the pool's contrast
+    above or below its median (the pool's own scale: similarities differ between embedders)."""
+    sd = float(contrast.std())
+    if sd == 0 or weight == 0:
+        return list(scores)
+    shift = np.clip(np.rint(weight * (contrast - np.median(contrast)) / sd), -2, 2).astype(int)
+    return [
+        s.model_copy(update={"relevance": int(min(MAX_RELEVANCE, max(0, s.relevance + d)))}) for s, d in zip(scores, shift)
+    ]
+
+
 def deep_retrieve(
     index: HistoryIndex,
     task: TaskView,
@@ -298,10 +349,18 @@ def deep_retrieve(
     feedback: bool = True,
     repeats: bool = True,
     scan: bool = True,
+    slots: bool = False,
+    scenarios: Sequence[str] = (),
+    contrast_weight: float = CONTRAST_WEIGHT,
 ) -> DeepResult:
-    """Deep Retrieval without an LLM: template facet queries (unless given) and the rule scorer."""
+    """Deep Retrieval without an LLM: template facet queries (unless given) and the rule scorer.
+
+    slots: add one query per choice parameter of an API task (`slot_queries`). Off: +0.02 Deep R@10
+    on seed 101 but -0.03 on held-out seed 404 (bench/BENCHMARKS.md, session 7).
+    scenarios: the scenario names of the benchmark's tasks; with 3 or more, each candidate's
+    relevance moves with its `scenario_contrast` (`contrast_weight` points per pool sd; 0: off)."""
     queries = queries or template_queries(task)
-    labelled = labelled_queries(task, queries)
+    labelled = labelled_queries(task, queries, slots=slots)
     results = index.search_many([q for _, q in labelled], k, method)
     rankings = [(label, found) for (label, _), found in zip(labelled, results)]
     if scan:
@@ -312,6 +371,9 @@ def deep_retrieve(
         rankings += [(label, found) for (label, _), found in zip(fb, fb_results)]
     pool, dropped = filter_redundant(merge_rankings(rankings))
     scores = rule_scores(pool.passages, pool.best_ranks, pool.hits)
+    contrast = scenario_contrast(index, pool.passages, task.scenario_name, scenarios) if contrast_weight else None
+    if contrast is not None:
+        scores = contrast_scores(scores, contrast, contrast_weight)
     kept = select(pool.passages, scores, retain_at, limit)
     return DeepResult(
         queries=queries,

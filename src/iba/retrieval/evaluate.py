@@ -35,7 +35,7 @@ def recall_at(passages: Sequence[Passage], gold: set[str], k: int) -> float:
 
 def ranked_lists(
     index: HistoryIndex, task: TaskView, queries: FacetQueries | None = None, deep_k: int = DEEP_K, deep_method: str = DEEP_METHOD,
-    feedback: bool = True, scan: bool = True, repeats: bool = True,
+    feedback: bool = True, scan: bool = True, repeats: bool = True, slots: bool = False, scenarios: Sequence[str] = (),
 ) -> dict[str, list[Passage]]:
     """Each method's ranking for one task (10 deep enough for recall@10)."""
     depth = max(KS)
@@ -44,7 +44,7 @@ def ranked_lists(
         "bm25": index.search(task.query, depth, "bm25"),
         "hybrid": index.search(task.query, depth, "hybrid"),
         "deep": deep_retrieve(index, task, queries=queries, k=deep_k, method=deep_method, feedback=feedback,
-                              scan=scan, repeats=repeats).passages,  # type: ignore[arg-type]
+                              scan=scan, repeats=repeats, slots=slots, scenarios=scenarios).passages,  # type: ignore[arg-type]
     }
 
 
