@@ -44,7 +44,7 @@ FEEDBACK_K = 2  # passages per relevance-feedback query
 REPEAT_MIN_WORDS = 6  # shorter sentences ("thanks so much for that") repeat by chance
 MAX_REPEATS = 12  # turns folded into one passage by history-wide repeat search
 CUE_SCAN_K = 10  # cue-bearing passages added by the signal-first scan
-# relevance points per pool sd of scenario contrast; 1, 2 and 3 measured on seed 101 (tuning):
+# relevance points per pool sd of scenario contrast; 1, 2 and 3 measured on seed 101 (tuning, slot queries on):
 # Deep R@10 0.627 / 0.637 / 0.635 against 0.604 without (bench/BENCHMARKS.md, session 7)
 CONTRAST_WEIGHT = 2.0
 
