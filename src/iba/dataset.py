@@ -175,6 +175,11 @@ class Dataset:
         return self._unique("instances.jsonl", TaskView, "instance_id")
 
     @cached_property
+    def scenario_names(self) -> tuple[str, ...]:
+        """The tasks' public scenario names, sorted (Deep Retrieval's scenario contrast reads them)."""
+        return tuple(sorted({t.scenario_name for t in self.instances}))
+
+    @cached_property
     def personas(self) -> dict[str, Persona]:
         return {p.id: p for p in self._unique("personas.jsonl", Persona, "id")}
 

@@ -72,6 +72,9 @@ def iba_reply(messages: list[dict[str, Any]], kwargs: dict[str, Any], *, params:
         system = last.replace("rate the passages", "rate passages").replace("condense the evidence", "condense evidence")
         system = system.replace("extract the user's preferences", "extract a user's preferences")
         system = system.replace("carry out the new request on behalf", "carrying out their new request")
+    if "decide one setting of an API call" in system:
+        param = re.search(r"parameter `(\w+)`", messages[-1]["content"]).group(1)
+        return {"value": {"cuisine": "italian", "spice_level": "none"}.get(param, "unknown")}
     if "write search queries" in system:
         return {"style": "how I like docs written", "structure": "layout and sections of docs",
                 "decision": "what I chose before", "correction": "what I asked to change",

@@ -43,6 +43,7 @@ def _check(action, task, steps):
         ("direct?max_tokens=48", API_TASK, ["truncate_history", "answer"]),
         (f"rag?{QUICK}", TEXT_TASK, ["build_index", "similarity_retrieve", "answer"]),
         (f"iba?{QUICK}", API_TASK, ["expand_queries", "rerank_salience", "compact_evidence", "extract_preferences", "align_plan", "synthesize"]),
+        (f"iba?{QUICK}&expansion=template&reranker=rules&align=slots", API_TASK, ["align_slot", "synthesize"]),
         (f"iba-fc?{QUICK}&choice=plan&expansion=template&reranker=rules&compact=rules", API_TASK, ["controller", "final_output"]),
     ],
 )

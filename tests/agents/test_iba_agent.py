@@ -1,6 +1,12 @@
+import re
+
 import pytest
 
+from iba.agents.base import parse_options
 from iba.agents.iba_agent import IBAAgent
+from iba.agents.iba_options import IBAOptions
+from iba.agents.toolkit import Toolkit
+from iba.agents.trace import Trace
 from iba.agents.preferences import resolve_latest
 from iba.agents.replies import Preference
 from iba.llm.structured import StructuredOutputError
@@ -137,3 +143,104 @@ async def test_naive_salience_scores_each_candidate_in_its_own_call(tmp_path):
     assert len(salience) == n and all(m[-1]["content"].count("[P1]") == 1 and "[P2]" not in m[-1]["content"] for m in salience)
     # every candidate is "the first passage" of its own call: the scripted scorer gives each 10
     assert set(step.outputs["scores"].values()) == {10.0}
+
+
+SLOTS = {"expansion": "template", "reranker": "rules", "align": "slots"}
+
+
+async def test_align_slots_asks_one_constrained_question_per_choice_parameter(tmp_path):
+    backend = iba_backend()
+    action = await _agent(backend, tmp_path, **SLOTS).act(API_TASK, small_history())
+    steps = [s.step for s in action.trace]
+    assert steps[-3:] == ["align_slot", "align_slot", "synthesize"]  # cuisine and spice_level; servings is no choice
+    assert "compact_evidence" not in steps and "extract_preferences" not in steps and len(backend.calls) == 3
+    slot_calls = [(m, k) for m, k in backend.calls if "decide one setting" in m[0]["content"]]
+    enums = [k["json_schema"]["properties"]["value"]["enum"] for _, k in slot_calls]
+    assert enums == [["sichuan", "japanese", "italian", "unknown"], ["none", "mild", "hot", "unknown"]]
+    # the user's own dated lines reach the question, oldest first; assistant lines do not
+    prompt = slot_calls[0][0][-1]["content"]
+    assert "I hate spicy food" in prompt and "Noted." not in prompt
+    dates = [line[2:12] for line in prompt.splitlines() if line.startswith("- 20")]
+    assert dates and dates == sorted(dates)
+    # the decisions are enforced: synthesis wrote japanese, the slot step decided italian
+    assert action.params == {"cuisine": "italian", "spice_level": "none", "servings": 2}
+    assert "Set cuisine = italian" in backend.calls[-1][0][-1]["content"]
+
+
+async def test_align_slots_leaves_unknown_parameters_to_synthesis(tmp_path):
+    def reply(m, k):
+        if "decide one setting" in m[0]["content"]:
+            return {"value": "unknown"}
+        return iba_reply(m, k)
+
+    action = await _agent(ScriptedBackend(reply), tmp_path, **SLOTS).act(API_TASK, small_history())
+    assert action.params == {"cuisine": "japanese", "spice_level": "none", "servings": 2}  # synthesis' own values
+    assert [s.outputs["value"] for s in action.trace if s.step == "align_slot"] == ["unknown", "unknown"]
+
+
+async def test_align_slots_reply_outside_the_values_is_the_agents_failure(tmp_path):
+    def reply(m, k):
+        if "decide one setting" in m[0]["content"]:
+            return {"value": "thai"}
+        return iba_reply(m, k)
+
+    with pytest.raises(StructuredOutputError, match="value"):
+        await _agent(ScriptedBackend(reply), tmp_path, **SLOTS).act(API_TASK, small_history())
+
+
+async def test_align_slots_does_not_change_generate_tasks(tmp_path):
+    backend = iba_backend()
+    action = await _agent(backend, tmp_path, **SLOTS).act(TEXT_TASK, small_history())
+    assert "align_plan" in [s.step for s in action.trace] and "align_slot" not in [s.step for s in action.trace]
+
+
+def test_choice_parameters_are_enums_and_booleans():
+    from iba.agents.alignment_tools import choice_params
+    from iba.agents.replies import slot_reply_model
+
+    schema = {"properties": {"a": {"type": "string", "enum": ["x", "y"]}, "b": {"type": "boolean", "description": "B."},
+                             "c": {"type": "integer", "minimum": 1, "maximum": 3}, "d": {"type": "string"}}}
+    assert choice_params(schema) == [("a", "", ("x", "y")), ("b", "B.", (True, False))]
+    model = slot_reply_model((True, False))
+    assert model.model_validate({"value": False}).value is False and model.model_validate({"value": "unknown"}).value == "unknown"
+    with pytest.raises(ValueError):
+        model.model_validate({"value": "maybe"})
+
+
+async def test_align_slots_shows_each_parameter_its_nearest_lines(tmp_path):
+    backend = iba_backend()
+    await _agent(backend, tmp_path, **SLOTS, slot_lines="2").act(API_TASK, small_history())
+    shown = {}
+    for m, _ in backend.calls:
+        if "decide one setting" in m[0]["content"]:
+            param = re.search(r"parameter `(\w+)`", m[-1]["content"]).group(1)
+            shown[param] = [line for line in m[-1]["content"].splitlines() if line.startswith("- 20")]
+    assert [len(v) for v in shown.values()] == [2, 2]
+    assert any("japanese food" in line for line in shown["cuisine"])
+    assert any("spicy food" in line for line in shown["spice_level"])
+
+
+async def _rule_scores(tmp_path, names, **opts):
+    """passage text -> rule salience after Deep Retrieval over turn units."""
+    o = parse_options(IBAOptions, {"unit": "turn", "expansion": "template", "reranker": "rules", **opts}, "iba")
+    tools = Toolkit(env(iba_backend(), tmp_path, scenarios=names), o, TEXT_TASK, small_history(), Trace())
+    await tools.deep_retrieve()
+    step = next(s for s in tools.trace.steps if s.step == "rerank_salience")
+    return {p.text: step.outputs["scores"][p.chunk_id] for p in tools.pool.passages}
+
+
+async def test_scenario_contrast_demotes_another_scenarios_preference(tmp_path):
+    names = ("Technical documentation writing", "Food ordering", "Travel planning", "Email writing")
+    plain = await _rule_scores(tmp_path, names)
+    moved = await _rule_scores(tmp_path, names, contrast="true")
+    assert plain.keys() == moved.keys() and plain != moved
+    food = [t for t in plain if "spicy" in t]
+    docs = [t for t in plain if "code examples" in t]
+    assert food and docs
+    assert all(moved[t] <= plain[t] for t in food) and any(moved[t] < plain[t] for t in food)
+    assert all(moved[t] >= plain[t] for t in docs)
+
+
+async def test_scenario_contrast_needs_three_scenarios(tmp_path):
+    names = ("Technical documentation writing", "Food ordering")
+    assert await _rule_scores(tmp_path, names, contrast="true") == await _rule_scores(tmp_path, names)

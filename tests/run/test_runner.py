@@ -23,7 +23,7 @@ class SpyAgent(Agent):
 
     async def act(self, task, history):
         SEEN.append(json.dumps({"task": task.model_dump(), "history": [t.model_dump() for t in history],
-                                "env": sorted(vars(self.env)), "options": self.options}))
+                                "env": sorted(vars(self.env)), "scenarios": list(self.env.scenarios), "options": self.options}))
         if self.options.get("fail") == task.instance_id:
             raise RuntimeError("agent code exploded")  # the agent's own failure
         if self.options.get("fault") == task.instance_id:
@@ -192,3 +192,11 @@ def test_a_failed_record_keeps_the_steps_that_ran():
     assert rec.status == "failed" and rec.action is None
     assert [s.step for s in rec.partial_trace] == ["similarity_retrieve", "extract_preferences"]
     assert rec.partial_trace[1].error and rec.partial_trace[0].outputs == [{"turn_ids": ["u0-s0-t0"]}]
+
+
+def test_agents_get_the_public_scenario_names(tmp_path):
+    ds = Dataset(tiny_dataset(tmp_path / "ds"))
+    with Store(tmp_path / "s.sqlite") as store:
+        _run(ds, store)
+    seen = [json.loads(x)["scenarios"] for x in SEEN]
+    assert seen and all(s == sorted({t.scenario_name for t in ds.instances}) for s in seen)

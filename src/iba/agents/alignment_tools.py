@@ -1,20 +1,50 @@
-"""The Broad Thinking & Deep Alignment tools of the IBA-Agent: compact, extract, align."""
+"""The Broad Thinking & Deep Alignment tools of the IBA-Agent: compact, extract, align; and, for
+CallAPI tasks with `align=slots`, align_slots: one constrained choice per API parameter instead.
+
+Why align_slots (ours, beyond the paper): with the 1.5B model the extract -> align chain named the
+gold value for none of the slots whose evidence it had kept (bench/BENCHMARKS.md, session 7). A
+small model answers a narrow question better than it writes a plan: one parameter, its allowed
+values, and the user's dated lines from the kept passages that are nearest (dense) to that
+parameter, so the few that bear on it are not lost among the rest.
+"""
 
 from __future__ import annotations
 
-from iba.agents.passage_views import rule_compact, user_view
+import asyncio
+from typing import Any
+
+import numpy as np
+
+from iba.agents.passage_views import dated_user_lines, rule_compact, user_view
 from iba.agents.preferences import ResolvedPreferences, preference_lines, resolve_latest
 from iba.agents.replies import (
     ALIGN_TOKENS,
     COMPACT_TOKENS,
     EXTRACT_TOKENS,
+    SLOT_TOKENS,
+    UNKNOWN,
     AlignmentPlan,
     CompactEvidence,
     ExtractedPreferences,
+    SlotChoice,
+    slot_reply_model,
 )
 from iba.agents.tool_state import ToolState
 from iba.llm.structured import complete_json
+from iba.prompts import render
 from iba.retrieval.expansion import schema_terms
+
+SLOT_POOL_LINES = 60  # the user's lines of the kept passages that align_slots chooses from
+
+
+def choice_params(api_schema: dict[str, Any] | None) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """(name, description, allowed values) of each parameter that is a choice: an enum or a boolean."""
+    out = []
+    for name, prop in ((api_schema or {}).get("properties") or {}).items():
+        values = tuple(prop["enum"]) if prop.get("enum") else (True, False) if prop.get("type") == "boolean" else ()
+        if values:
+            out.append((name, prop.get("description") or "", values))
+    return out
 
 
 class AlignmentTools(ToolState):
@@ -80,7 +110,44 @@ class AlignmentTools(ToolState):
             step.outputs = self.plan
         return self.plan
 
+    async def align_slots(self) -> AlignmentPlan:
+        """A value per choice parameter of the API (or none: "unknown"), one short constrained call each,
+        from the user's dated lines in the kept passages; the decided ones become the plan's slots."""
+        lines = dated_user_lines(self.evidence, limit=SLOT_POOL_LINES)
+        params = choice_params(self.task.api_schema)
+        per_param = await self._lines_per_param(lines, params)
+        slots: list[SlotChoice] = []
+        for (name, description, values), evidence in zip(params, per_param):
+            with self.trace.step("align_slot", {"param": name, "values": list(values), "evidence": evidence}) as step:
+                prompt = render("agent_align_slot", task=self.task, evidence=evidence, param=name,
+                                description=description, values=[str(v).lower() if isinstance(v, bool) else v for v in values])
+                step.llm(prompt, [])
+                reply, comps = await complete_json(
+                    self.backend, prompt.messages, slot_reply_model(values), max_tokens=self._cap(SLOT_TOKENS), seed=self.env.seed
+                )
+                step.llm(None, comps)
+                step.outputs = {"param": name, "value": reply.value}  # type: ignore[attr-defined]
+            if reply.value != UNKNOWN:  # type: ignore[attr-defined]
+                slots.append(SlotChoice(param=name, value=reply.value, because="the user's past messages"))  # type: ignore[attr-defined]
+        self.plan = AlignmentPlan(slots=slots)
+        return self.plan
+
+    async def _lines_per_param(self, lines: list[str], params: list[tuple[str, str, tuple[Any, ...]]]) -> list[list[str]]:
+        """Each parameter's `slot_lines` lines most similar (dense) to its name, description and values,
+        oldest first; every line for each when `slot_lines` is 0 or covers them all."""
+        n = self.o.slot_lines
+        if not n or len(lines) <= n or self.index is None or not params:
+            return [lines] * len(params)
+        queries = [f"{self.task.scenario_name}: {name.replace('_', ' ')}. {desc} "
+                   + ", ".join(str(v).replace("_", " ") for v in values) for name, desc, values in params]
+        texts = [line.split(" | ", 1)[1] for line in lines]
+        vecs = await asyncio.to_thread(self.index.embedder.encode, queries + texts)
+        sims = vecs[: len(queries)] @ vecs[len(queries):].T
+        return [[lines[j] for j in sorted(np.argsort(-row, kind="stable")[:n])] for row in sims]
+
     async def broad_thinking(self) -> AlignmentPlan:
+        if self.o.align == "slots" and self.task.action == "call_api":
+            return await self.align_slots()
         await self.compact_evidence()
         await self.extract_preferences()
         return await self.align_plan()

@@ -25,6 +25,9 @@ class AgentEnv:
     cache_dir: Path = field(default_factory=lambda: Path(".iba-cache"))
     embedder: str = "minilm"
     seed: int = 42
+    # the public scenario names of the benchmark's tasks (TaskView.scenario_name), for Deep Retrieval's
+    # scenario contrast (iba?contrast=true); empty when the caller does not know them
+    scenarios: tuple[str, ...] = ()
 
 
 class Agent(ABC):

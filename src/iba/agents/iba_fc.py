@@ -192,7 +192,8 @@ class IBAFunctionCallingAgent(Agent):
         if name == "plan_alignment":
             _args(NoArgs, args, name)
             await self._ensure_evidence(tools)
-            plan = await tools.align_plan()
+            slots = tools.o.align == "slots" and task.action == "call_api"
+            plan = await (tools.align_slots() if slots else tools.align_plan())
             return Outcome("\n".join(plan.lines()) or "empty plan")
         if name == FINAL:
             if task.action == "call_api":
@@ -200,6 +201,8 @@ class IBAFunctionCallingAgent(Agent):
                     params = validate_params(task.api_schema or {}, args)
                 except ValueError as e:
                     raise ToolArgError(f"{FINAL} arguments do not match the API schema: {e}") from None
+                if tools.o.align == "slots":
+                    params = tools.enforce_slots(params)
                 with tools.trace.step("final_output", {"arguments": args}) as st:
                     st.outputs = {"params": params}
                 return Outcome("done", final={"params": params})

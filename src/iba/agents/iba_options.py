@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from iba.retrieval.passage import Method, Unit
 from iba.types import Strict
 
@@ -19,6 +21,11 @@ class IBAOptions(Strict):
     # the effort comparison); rules: Table 12 by rules, no call
     reranker: Literal["llm", "each", "rules"] = "llm"
     compact: Literal["llm", "rules"] = "llm"
+    # plan: compact -> extract -> align (the paper's BT+DA); slots: for CallAPI tasks, one constrained
+    # choice per enum/boolean parameter from the kept passages' user lines, enforced in the final
+    # params (alignment_tools.align_slots); Generate tasks keep the plan
+    align: Literal["plan", "slots"] = "plan"
+    slot_lines: int = Field(3, ge=0)  # align=slots: the user's lines shown per parameter (0: all of them)
     unit: Unit = "token"
     size: int = 256
     overlap: int = 50
@@ -29,6 +36,10 @@ class IBAOptions(Strict):
     feedback: bool = True  # relevance-feedback search with the best candidates' cue lines
     scan: bool = True  # signal-first scan: cue-bearing passages most similar to the queries
     repeats: bool = True  # fold in the turns where the user repeated a kept passage's cue sentence
+    # rule reranker: move each candidate's relevance by how much nearer it is to the task's scenario
+    # name than to the benchmark's other scenario names (AgentEnv.scenarios, 3 or more); off by default
+    # until its effect on the action is measured (recall figures: bench/BENCHMARKS.md, session 7)
+    contrast: bool = False
     max_candidates: int = 15  # passages the salience scorer sees (prompt-token budget)
     max_passages: int = 10
     retain_at: int = 5

@@ -23,6 +23,19 @@ def passage_brief(p: Passage) -> dict[str, Any]:
     return {"chunk_id": p.chunk_id, "turn_ids": p.turn_ids, "score": round(p.score, 4), "facets": p.facets}
 
 
+def dated_user_lines(passages: list[Passage], limit: int = 40, width: int = 240) -> list[str]:
+    """The user's own lines in the passages, "date | text", each once, oldest first. Passages come
+    best first: when there are more than `limit` lines, the best passages' lines are the ones kept."""
+    seen: dict[str, str] = {}
+    for p in passages:
+        for line in p.text.splitlines():
+            m = _USER_LINE.match(line)
+            text = m.group(2).strip()[:width] if m else ""
+            if text and text not in seen and len(seen) < limit:
+                seen[text] = m.group(1)  # type: ignore[union-attr]
+    return [f"{date} | {text}" for text, date in sorted(seen.items(), key=lambda x: x[1])]
+
+
 def rule_compact(passages: list[Passage], limit: int = 8) -> CompactEvidence:
     """The user's lines that carry a Table 12 cue (else each passage's first user line), dated."""
     items: list[EvidenceItem] = []

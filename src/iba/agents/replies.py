@@ -1,4 +1,4 @@
-"""The typed replies of the IBA-Agent's LLM steps (salience, compact, extract, align) and their caps.
+"""The typed replies of the IBA-Agent's LLM steps (salience, compact, extract, align, slot choice) and their caps.
 
 Each is validated by `complete_json`; as `Reply` models they ignore unknown keys but validate the
 rest. The facet-query reply of query expansion lives with it in iba.retrieval.llm_expansion.
@@ -6,9 +6,10 @@ rest. The facet-query reply of query expansion lives with it in iba.retrieval.ll
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import functools
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, create_model
 
 from iba.llm.structured import Reply
 
@@ -18,6 +19,7 @@ SALIENCE_TOKENS_PER_PASSAGE = 16
 COMPACT_TOKENS = 660
 EXTRACT_TOKENS = 760
 ALIGN_TOKENS = 1200
+SLOT_TOKENS = 24  # {"value": <one allowed value>}: the longest enum value of the taxonomy fits
 
 PreferenceKind = Literal["asked_for", "corrected", "rejected", "repeatedly_chose", "recently_updated"]
 
@@ -63,6 +65,16 @@ class SlotChoice(Reply):
     param: str = Field(max_length=40)
     value: str | int | float | bool
     because: str = Field("", max_length=80)
+
+
+UNKNOWN = "unknown"
+
+
+@functools.lru_cache(maxsize=512)
+def slot_reply_model(values: tuple[Any, ...]) -> type[Reply]:
+    """{"value": v} with v one of an API parameter's allowed values or "unknown" (a grammar enforces it)."""
+    choices = tuple(dict.fromkeys((*values, UNKNOWN)))
+    return create_model("SlotReply", __base__=Reply, value=(Literal[choices], ...))  # type: ignore[valid-type]
 
 
 class AlignmentPlan(Reply):

@@ -11,15 +11,18 @@ from iba.agents.tool_state import ToolState
 from iba.llm.structured import complete_json
 from iba.prompts import render
 from iba.retrieval.deep import (
+    CONTRAST_WEIGHT,
     CUE_SCAN_K,
     FEEDBACK_K,
     CandidatePool,
+    contrast_scores,
     cue_scan,
     feedback_queries,
     filter_redundant,
     fold_history_repeats,
     labelled_queries,
     merge_rankings,
+    scenario_contrast,
 )
 from iba.retrieval.expansion import FACETS, FacetQueries, schema_terms, template_queries
 from iba.retrieval.index import HistoryIndex
@@ -129,6 +132,8 @@ class DeepRetrievalTools(ToolState):
                 scores: list[SalienceScore] = []
             elif self.o.reranker == "rules":
                 scores = rule_scores(cands, pool.best_ranks[:n], pool.hits[:n])
+                if self.o.contrast:
+                    scores = await self._contrast(cands, scores)
             elif self.o.reranker == "each":
                 scores = []
                 for p in cands:  # same template, one passage per call: the scores do not see each other
@@ -168,6 +173,11 @@ class DeepRetrievalTools(ToolState):
                 "retained": [passage_brief(p) for p in self.evidence],
             }
         return self.evidence
+
+    async def _contrast(self, cands: list[Passage], scores: list[SalienceScore]) -> list[SalienceScore]:
+        index = await self.build_index()
+        contrast = await asyncio.to_thread(scenario_contrast, index, cands, self.task.scenario_name, self.env.scenarios)
+        return scores if contrast is None else contrast_scores(scores, contrast, CONTRAST_WEIGHT)
 
     async def plain_retrieve(self) -> list[Passage]:
         """Ablation "w/o Deep Retrieval": the task's top-k dense passages are the evidence."""

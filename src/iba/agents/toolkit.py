@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from iba.agents.alignment_tools import AlignmentTools
+from iba.agents.api_params import validate_params
 from iba.agents.answer import PARAMS_MAX_TOKENS, TEXT_MAX_TOKENS, answer, schema_text
 from iba.agents.preferences import preference_lines
 from iba.agents.retrieval_tools import DeepRetrievalTools
@@ -24,6 +25,13 @@ from iba.prompts import render
 
 class Toolkit(DeepRetrievalTools, AlignmentTools):
     """The tools over one (task, history), with their shared state and trace."""
+
+    def enforce_slots(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The params with each slot that align_slots decided set to its decision (values from the
+        schema's enum, so the params stay valid): the plan is the agent's decision, not a hint the
+        synthesis step may drop."""
+        decided = {s.param: s.value for s in (self.plan.slots if self.plan else [])}
+        return validate_params(self.task.api_schema or {}, {**params, **decided})
 
     async def synthesize(self, mode: Literal["plan", "rag"] = "plan", instructions: str = "") -> dict[str, Any]:
         """The final text, or API params constrained to (and validated against) the schema."""
@@ -43,5 +51,7 @@ class Toolkit(DeepRetrievalTools, AlignmentTools):
                     preferences=prefs, passages=raw, schema=schema, instructions=instructions,
                 )
             result = await answer(self.backend, prompt, self.task, step, seed=self.env.seed, max_tokens=self.o.max_tokens)
+            if self.o.align == "slots" and self.plan is not None and "params" in result:
+                result = {"params": self.enforce_slots(result["params"])}
             step.outputs = result
         return result

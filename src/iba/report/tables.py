@@ -11,16 +11,14 @@ say how many instances were left out and why (errored, unscored, not run: left_o
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
 from iba.eval.aggregate import mean, replicate_score
 from iba.eval.panel import mean_sd
 from iba.eval.qa import split_qa_id
+from iba.report.attribution import attribution_table
 from iba.report.data import Instance, ReportData, RowKey
+from iba.report.intervals import N_BOOT, Interval, bootstrap_ci, paired
 from iba.report.table import Delta, MeanSd, Table
-
-if TYPE_CHECKING:
-    from iba.report.intervals import Interval
 
 OVERALL = "Overall"
 
@@ -240,8 +238,6 @@ def score_intervals(data: ReportData) -> dict[RowKey, dict[str, Interval | None]
     """row -> {domain short name or Overall: 95% percentile-bootstrap interval of the mean
     instance score over the row's compared instances (None: no instance)}. The ci table prints the
     Overall entries and fig4 draws all of them, so the plot and the table cannot disagree."""
-    from iba.report.intervals import bootstrap_ci
-
     domain_of = {(i.dataset, i.instance_id): i.domain for i in data.compared}
     by_row = _overall_scores(data)
     out: dict[RowKey, dict[str, Interval | None]] = {}
@@ -297,16 +293,12 @@ def _pass_hat_k(data: ReportData, row: RowKey, k: int) -> float | None:
 
 def _boot_p(p: float) -> float | str:
     # 2,000 resamples cannot resolve a two-sided p below 2/2000: say so rather than print 0
-    from iba.report.intervals import N_BOOT
-
     return f"<{2 / N_BOOT:g}" if p == 0 else round(p, 4)
 
 
 def paired_table(data: ReportData) -> Table | None:
     """Every pair of rows on the same instances: the difference, its paired bootstrap interval,
     wins/losses/ties and two paired tests (exact sign test, paired bootstrap)."""
-    from iba.report.intervals import paired
-
     scores = _overall_scores(data)
     rows = []
     labels = data.rows
@@ -329,8 +321,6 @@ def paired_table(data: ReportData) -> Table | None:
 
 
 def all_tables(data: ReportData) -> list[Table]:
-    from iba.report.attribution import attribution_table
-
     out = [table4(data), ci_table(data)]
     pt = paired_table(data)
     if pt is not None:

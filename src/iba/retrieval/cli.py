@@ -58,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
         from iba.llm import DEFAULT_MODEL, resolve_backend
 
         backend = resolve_backend(args.model or DEFAULT_MODEL, base_url=args.base_url)
-    scenarios = sorted({t.scenario_name for t in ds.instances})  # public: the tasks' own names
+    scenarios = ds.scenario_names  # public: the tasks' own names
     table = RecallTable()
     skipped = 0
     start = time.perf_counter()

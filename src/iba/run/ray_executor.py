@@ -128,7 +128,7 @@ class RayWorker:
     def _agent(self, spec: str, trial: int) -> Agent:
         if (spec, trial) not in self.agents:
             env = AgentEnv(backend=self.backend, cache_dir=self.cfg.cache_dir, embedder=self.cfg.embedder,
-                           seed=self.cfg.seed + trial)
+                           seed=self.cfg.seed + trial, scenarios=self.ds.scenario_names)
             self.agents[(spec, trial)] = make_agent(spec, env)
         return self.agents[(spec, trial)]
 

@@ -318,7 +318,8 @@ async def run_dataset(
 
     def agent_for(spec: str, trial: int) -> Agent:
         if (spec, trial) not in agents:
-            env = AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed + trial)
+            env = AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed + trial,
+                           scenarios=ds.scenario_names)
             agents[(spec, trial)] = make_agent(spec, env)
         return agents[(spec, trial)]
 
