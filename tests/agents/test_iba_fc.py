@@ -144,3 +144,19 @@ async def test_code_errors_abort(tmp_path, monkeypatch):
 
 def test_tool_results_are_json_safe():
     assert json.dumps({"ok": True})
+
+
+async def test_plan_alignment_with_align_slots_decides_and_enforces_the_params(tmp_path):
+    ctl = Controller([
+        tool_call_reply("rerank_evidence", {}, "c1"),
+        tool_call_reply("plan_alignment", {}, "c2"),
+        # the controller writes japanese; the slot step decided italian, and the decision stands
+        tool_call_reply("final_output", {"cuisine": "japanese", "spice_level": "hot", "servings": 2}, "c3"),
+    ])
+    action = await _agent(ScriptedBackend(ctl), tmp_path, expansion="template", reranker="rules", align="slots").act(
+        API_TASK, small_history())
+    steps = [s.step for s in action.trace]
+    assert steps.count("align_slot") == 2 and "align_plan" not in steps
+    assert action.params == {"cuisine": "italian", "spice_level": "none", "servings": 2}
+    plan_result = _tool_results(ctl.controller_calls[2][0])[-1]["content"]
+    assert "Set cuisine = italian" in plan_result and "Set spice_level = none" in plan_result
