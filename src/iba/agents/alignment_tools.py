@@ -127,7 +127,8 @@ class AlignmentTools(ToolState):
                 )
                 step.llm(None, comps)
                 step.outputs = {"param": name, "value": reply.value}  # type: ignore[attr-defined]
-            if reply.value != UNKNOWN:  # type: ignore[attr-defined]
+            # "unknown" leaves the parameter to synthesis, unless the enum holds "unknown" itself
+            if reply.value != UNKNOWN or UNKNOWN in values:  # type: ignore[attr-defined]
                 slots.append(SlotChoice(param=name, value=reply.value, because="the user's past messages"))  # type: ignore[attr-defined]
         self.plan = AlignmentPlan(slots=slots)
         return self.plan
