@@ -127,3 +127,24 @@ def test_without_template_only_matching():
 def test_no_slots_is_unscored():
     rec = score_slots(call(cuisine="sichuan", spice_level="mild", servings=2), AnswerKey(instance_id="i"), TEMPLATE)
     assert rec.score is None and rec.verdicts == []
+
+
+def test_chance_score_is_the_share_of_allowed_values_that_satisfy_each_slot():
+    from iba.eval.slots import chance_score, choices
+
+    schema = {"properties": {
+        "cuisine": {"type": "string", "enum": ["sichuan", "cantonese", "japanese"]},
+        "spice_level": {"type": "string", "enum": ["none", "mild", "hot"]},
+        "budget": {"type": "number", "minimum": 0, "maximum": 500},  # no finite set: left out
+    }}
+    # cuisine 1 of 3, spice 2 of 3 (mild or none); budget has no finite choice set
+    assert chance_score(KEY, schema) == pytest.approx((1 / 3 + 2 / 3) / 2)
+    # a synonym of the template is an accepted value's other name, not an extra allowed value
+    assert chance_score(KEY, schema, TEMPLATE) == pytest.approx(0.5)
+    assert chance_score(KEY, {"properties": {"budget": schema["properties"]["budget"]}}) is None
+    assert choices({"type": "boolean"}) == [True, False]
+    assert choices({"type": "integer", "minimum": 1, "maximum": 4}) == [1, 2, 3, 4]
+    assert choices({"type": "integer", "minimum": 0, "maximum": 1000}) is None
+    always = AnswerKey(instance_id="i2", slots=[Slot(id="s", param="cuisine", dimension="cuisine", value="x",
+                                                     accepted=["sichuan", "cantonese", "japanese"], evidence=[])])
+    assert chance_score(always, schema) == 1.0

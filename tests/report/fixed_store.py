@@ -59,7 +59,10 @@ TASKS = [
     TaskView(instance_id="w2", user_id="u1", domain="writing", scenario="diary", scenario_name="Diary writing",
              query="Write today's diary entry.", action="generate", now=NOW),
     TaskView(instance_id="d1", user_id="u2", domain="daily", scenario="food_ordering", scenario_name="Food ordering",
-             query="Order dinner.", action="call_api", now=NOW),
+             query="Order dinner.", action="call_api", now=NOW, api_name="order_food",
+             api_schema={"type": "object", "properties": {"p1": {"type": "string", "enum": ["italian", "japanese"]},
+                                                          "p2": {"type": "string", "enum": ["mild", "hot", "none"]},
+                                                          "p3": {"type": "string", "enum": ["soft", "regular"]}}}),
     TaskView(instance_id="d2", user_id="u2", domain="daily", scenario="food_ordering", scenario_name="Food ordering",
              query="Order lunch.", action="call_api", now=NOW),
 ]

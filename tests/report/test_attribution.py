@@ -249,3 +249,14 @@ def test_a_failed_run_is_attributed_from_its_partial_trace(tmp_path):
     row = next(r for r in t.rows if r[0].startswith("iba-fc"))
     # w1's two checkpoints come from its partial trace; w2 raised before retrieving: not attributable
     assert [t.text(v) for v in row[1:3]] == ["5", "2"]
+
+
+def test_ci_table_note_gives_the_chance_floor_of_the_callapi_instances(report):
+    from iba.report import tables
+
+    _, ds, store, _ = report
+    data = load_report_data(store, [ds])
+    note = tables.ci_table(data).note
+    # d2 errored for rag, so d1 is the one CallAPI instance compared: slots with 2, 3 and 2 allowed
+    # values, one accepted each -> (1/2 + 1/3 + 1/2) / 3
+    assert "would score 44.4 on the 1 CallAPI instance(s) compared" in note

@@ -230,3 +230,31 @@ def mean_passed(verdicts: list[Verdict]) -> float | None:
     """Mean over scored verdicts (passed is not None); None when none could be scored."""
     scored = [v.passed for v in verdicts if v.passed is not None]
     return sum(scored) / len(scored) if scored else None
+
+
+def choices(prop: dict[str, Any]) -> list[Any] | None:
+    """The finite set of values a JSON-schema parameter allows (enum, boolean, integer range of at
+    most 100), or None."""
+    if prop.get("enum"):
+        return list(prop["enum"])
+    if prop.get("type") == "boolean":
+        return [True, False]
+    lo, hi = prop.get("minimum"), prop.get("maximum")
+    if prop.get("type") == "integer" and lo is not None and hi is not None and 0 <= hi - lo <= 100:
+        return list(range(math.ceil(lo), math.floor(hi) + 1))
+    return None
+
+
+def chance_score(key: AnswerKey, api_schema: dict[str, Any] | None, template: ApiTemplate | None = None) -> float | None:
+    """The expected slot accuracy of a uniform random valid choice per slot: for each slot whose
+    parameter has a finite set of values, the share of them that satisfy it; their mean (None when
+    no slot has one). The floor a CallAPI score must clear before it says the agent used anything."""
+    props = (api_schema or {}).get("properties") or {}
+    syn = synonym_map(template)
+    shares = []
+    for slot in key.slots:
+        values = choices(props.get(slot.param) or {})
+        if values:
+            shares.append(sum(value_matches(v, slot.accepted, syn) for v in values) / len(values))
+    return sum(shares) / len(shares) if shares else None
+

@@ -15,10 +15,12 @@ from collections import defaultdict
 from iba.eval.aggregate import mean, replicate_score
 from iba.eval.panel import mean_sd
 from iba.eval.qa import split_qa_id
+from iba.eval.slots import chance_score
 from iba.report.attribution import attribution_table
 from iba.report.data import Instance, ReportData, RowKey
 from iba.report.intervals import N_BOOT, Interval, bootstrap_ci, paired
 from iba.report.table import Delta, MeanSd, Table
+from iba.run.runner import api_template
 
 OVERALL = "Overall"
 
@@ -267,7 +269,21 @@ def ci_table(data: ReportData) -> Table:
                  note="Percentile bootstrap over the compared instances (2,000 resamples, seed 0). "
                       + (f"pass^{k} (as in tau-bench): share x100 of instances whose {k} trials all score "
                          "1.0 (every checkpoint or slot satisfied). " if k > 1 else "")
-                      + data.left_out_note(), rank_columns=[], cell_format=lambda v: f"{v:g}")
+                      + chance_note(data) + data.left_out_note(), rank_columns=[], cell_format=lambda v: f"{v:g}")
+
+
+def chance_note(data: ReportData) -> str:
+    """A sentence on the floor of the CallAPI scores: what a uniform random valid choice per slot
+    would score on the compared instances (eval.slots.chance_score); empty without CallAPI ones."""
+    seen: dict[tuple[str, str], float | None] = {}
+    for i in data.compared:
+        if i.kind == "call_api" and i.key is not None and i.task is not None and (i.dataset, i.instance_id) not in seen:
+            seen[(i.dataset, i.instance_id)] = chance_score(i.key, i.task.api_schema, api_template(i.task))
+    floors = [v for v in seen.values() if v is not None]
+    if not floors:
+        return ""
+    return (f"Chance: a uniform random choice among each slot's allowed values would score "
+            f"{100 * sum(floors) / len(floors):.1f} on the {len(floors)} CallAPI instance(s) compared. ")
 
 
 def score_bars(data: ReportData) -> tuple[dict[str, dict[str, tuple[float | None, int]]],

@@ -371,11 +371,11 @@ async def score_stored(
     key, task = keys.get(base_id), tasks.get(base_id)
     if key is None or task is None:
         return 0
-    api = _api_template(task) if task.action == "call_api" and QA_SEPARATOR not in rec.instance_id else None
+    api = api_template(task) if task.action == "call_api" and QA_SEPARATOR not in rec.instance_id else None
     return len(await score_record(rec, key, judges=list(judges), judge_repeats=judge_repeats, api_template=api, store=store))
 
 
-def _api_template(task: TaskView) -> Any:
+def api_template(task: TaskView) -> Any:
     """The scenario's ApiTemplate (its synonyms matter for slot matching) from the shipped taxonomy;
     None for imported datasets whose scenarios are not in it (exact matching then)."""
     from iba.taxonomy import load_taxonomy
