@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agents import draw_sample  # noqa: E402  (bench/agents.py: the same sample as the agent tables)
 
-from iba.agents.alignment_tools import choice_params  # noqa: E402
+from iba.agents.alignment_tools import choice_params, param_query, slot_prompt  # noqa: E402
 from iba.agents.base import AgentEnv, parse_agent_spec, parse_options  # noqa: E402
 from iba.agents.iba_options import IBAOptions  # noqa: E402
 from iba.agents.passage_views import dated_user_lines  # noqa: E402
@@ -40,7 +40,6 @@ from iba.dataset import Dataset  # noqa: E402
 from iba.eval.slots import synonym_map, value_matches  # noqa: E402
 from iba.llm import resolve_backend  # noqa: E402
 from iba.llm.structured import complete_json  # noqa: E402
-from iba.prompts import render  # noqa: E402
 from iba.run.runner import api_template  # noqa: E402
 
 
@@ -96,8 +95,7 @@ async def main(a: argparse.Namespace) -> None:
             row = {"all": _hit(texts, gold)}
             if texts:
                 name, desc, values = params[slot.param]
-                q = f"{task.scenario_name}: {name.replace('_', ' ')}. {desc} " + ", ".join(str(v).replace("_", " ") for v in values)
-                vec = tools.index.embedder.encode([q] + texts)  # type: ignore[union-attr]
+                vec = tools.index.embedder.encode([param_query(task, name, desc, values)] + texts)  # type: ignore[union-attr]
                 order = list(np.argsort(-(vec[1:] @ vec[0]), kind="stable"))
             else:
                 order = []
@@ -109,8 +107,7 @@ async def main(a: argparse.Namespace) -> None:
                     shown = [f"{turns[e].timestamp[:10]} | {turns[e].text.strip()[:240]}" for e in slot.evidence if e in turns]
                 else:
                     shown = [lines[j] for j in sorted(order[: a.show_k])]
-                prompt = render("agent_align_slot", task=task, evidence=shown, param=name, description=desc,
-                                values=[str(v).lower() if isinstance(v, bool) else v for v in values])
+                prompt = slot_prompt(task, shown, name, desc, values)
                 reply, _ = await complete_json(backend, prompt.messages, slot_reply_model(values), max_tokens=24, seed=42)
                 row["choice"] = value_matches(reply.value, slot.accepted, synonym_map(api_template(task))) if reply.value != "unknown" else False  # type: ignore[attr-defined]
                 row["unknown"] = reply.value == "unknown"  # type: ignore[attr-defined]

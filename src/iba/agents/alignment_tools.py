@@ -31,8 +31,9 @@ from iba.agents.replies import (
 )
 from iba.agents.tool_state import ToolState
 from iba.llm.structured import complete_json
-from iba.prompts import render
+from iba.prompts import Prompt, render
 from iba.retrieval.expansion import schema_terms
+from iba.types import TaskView
 
 SLOT_POOL_LINES = 60  # the user's lines of the kept passages that align_slots chooses from
 
@@ -45,6 +46,17 @@ def choice_params(api_schema: dict[str, Any] | None) -> list[tuple[str, str, tup
         if values:
             out.append((name, prop.get("description") or "", values))
     return out
+
+
+def param_query(task: TaskView, name: str, description: str, values: tuple[Any, ...]) -> str:
+    """The text a parameter's nearest user lines are found with: scenario, name, description, values."""
+    return f"{task.scenario_name}: {name.replace('_', ' ')}. {description} " + ", ".join(str(v).replace("_", " ") for v in values)
+
+
+def slot_prompt(task: TaskView, evidence: list[str], name: str, description: str, values: tuple[Any, ...]) -> Prompt:
+    """The align_slot question for one parameter over the given "date | text" lines."""
+    shown = [str(v).lower() if isinstance(v, bool) else v for v in values]  # JSON spelling of booleans
+    return render("agent_align_slot", task=task, evidence=evidence, param=name, description=description, values=shown)
 
 
 class AlignmentTools(ToolState):
@@ -119,8 +131,7 @@ class AlignmentTools(ToolState):
         slots: list[SlotChoice] = []
         for (name, description, values), evidence in zip(params, per_param):
             with self.trace.step("align_slot", {"param": name, "values": list(values), "evidence": evidence}) as step:
-                prompt = render("agent_align_slot", task=self.task, evidence=evidence, param=name,
-                                description=description, values=[str(v).lower() if isinstance(v, bool) else v for v in values])
+                prompt = slot_prompt(self.task, evidence, name, description, values)
                 step.llm(prompt, [])
                 reply, comps = await complete_json(
                     self.backend, prompt.messages, slot_reply_model(values), max_tokens=self._cap(SLOT_TOKENS), seed=self.env.seed
@@ -139,8 +150,7 @@ class AlignmentTools(ToolState):
         n = self.o.slot_lines
         if not n or len(lines) <= n or self.index is None or not params:
             return [lines] * len(params)
-        queries = [f"{self.task.scenario_name}: {name.replace('_', ' ')}. {desc} "
-                   + ", ".join(str(v).replace("_", " ") for v in values) for name, desc, values in params]
+        queries = [param_query(self.task, name, desc, values) for name, desc, values in params]
         texts = [line.split(" | ", 1)[1] for line in lines]
         vecs = await asyncio.to_thread(self.index.embedder.encode, queries + texts)
         sims = vecs[: len(queries)] @ vecs[len(queries):].T
