@@ -33,7 +33,7 @@ from iba.agents.alignment_tools import choice_params, param_query, slot_prompt  
 from iba.agents.base import AgentEnv, parse_agent_spec, parse_options  # noqa: E402
 from iba.agents.iba_options import IBAOptions  # noqa: E402
 from iba.agents.passage_views import dated_user_lines  # noqa: E402
-from iba.agents.replies import slot_reply_model  # noqa: E402
+from iba.agents.replies import UNKNOWN, slot_reply_model  # noqa: E402
 from iba.agents.toolkit import Toolkit  # noqa: E402
 from iba.agents.trace import Trace  # noqa: E402
 from iba.dataset import Dataset  # noqa: E402
@@ -109,8 +109,8 @@ async def main(a: argparse.Namespace) -> None:
                     shown = [lines[j] for j in sorted(order[: a.show_k])]
                 prompt = slot_prompt(task, shown, name, desc, values)
                 reply, _ = await complete_json(backend, prompt.messages, slot_reply_model(values), max_tokens=24, seed=42)
-                row["choice"] = value_matches(reply.value, slot.accepted, synonym_map(api_template(task))) if reply.value != "unknown" else False  # type: ignore[attr-defined]
-                row["unknown"] = reply.value == "unknown"  # type: ignore[attr-defined]
+                row["choice"] = value_matches(reply.value, slot.accepted, synonym_map(api_template(task))) if reply.value != UNKNOWN else False  # type: ignore[attr-defined]
+                row["unknown"] = reply.value == UNKNOWN  # type: ignore[attr-defined]
             for k, v in row.items():
                 totals.setdefault(k, []).append(int(v))
             print(f"{iid} {slot.param}: " + " ".join(f"{k}={int(v)}" for k, v in row.items()), flush=True)

@@ -19,7 +19,7 @@ SALIENCE_TOKENS_PER_PASSAGE = 16
 COMPACT_TOKENS = 660
 EXTRACT_TOKENS = 760
 ALIGN_TOKENS = 1200
-SLOT_TOKENS = 24  # {"value": <one allowed value>}: the longest enum value of the taxonomy fits
+SLOT_TOKENS = 24  # {"value": ...}: the taxonomy's longest, {"value": "traditional_chinese"}, is 32 characters
 
 PreferenceKind = Literal["asked_for", "corrected", "rejected", "repeatedly_chose", "recently_updated"]
 

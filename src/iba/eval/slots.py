@@ -234,7 +234,8 @@ def mean_passed(verdicts: list[Verdict]) -> float | None:
 
 def choices(prop: dict[str, Any]) -> list[Any] | None:
     """The finite set of values a JSON-schema parameter allows (enum, boolean, integer range of at
-    most 100), or None."""
+    most 100), or None. (agents.alignment_tools.choice_params asks the model about enums and booleans
+    only, on purpose: an integer range is a count the request states, not a preference to infer.)"""
     if prop.get("enum"):
         return list(prop["enum"])
     if prop.get("type") == "boolean":
