@@ -1,7 +1,7 @@
 """Reading and writing IBA dataset directories.
 
 Layout: manifest.json, personas.jsonl, histories/<user_id>.jsonl, instances.jsonl (TaskViews),
-answer_key.jsonl (hidden), stats.json. Every bad record is reported with its file and line.
+answer_key.jsonl (hidden), distractors.jsonl (hidden, optional), stats.json. Every bad record is reported with its file and line.
 Writes go to a temporary file and are renamed into place, so a crash never leaves half a file.
 
 Limits on what is read (see README "Dataset limits"): a turn's text longer than MAX_TURN_CHARS is
@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from iba.types import AnswerKey, Manifest, Persona, TaskView, Turn
+from iba.types import AnswerKey, DistractorLabel, Manifest, Persona, TaskView, Turn
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -246,6 +246,17 @@ class Dataset:
     def answer_keys(self) -> dict[str, AnswerKey]:
         return {k.instance_id: k for k in self._unique("answer_key.jsonl", AnswerKey, "instance_id")}
 
+    def distractors(self) -> dict[str, list[DistractorLabel]]:
+        """User id -> the distractor preferences in their history (evaluator side, like the answer
+        key); empty when the dataset has none (imported data, builds before distractors)."""
+        path = self.root / "distractors.jsonl"
+        out: dict[str, list[DistractorLabel]] = {}
+        if not path.exists():
+            return out
+        for label in read_jsonl(path, DistractorLabel):
+            out.setdefault(label.user_id, []).append(label)
+        return out
+
     def check(self, instances: Iterable[TaskView] | None = None, *, answer_key: bool = True) -> list[str]:
         """Check the dataset before any agent runs; raise DatasetError listing every problem found.
 
@@ -275,10 +286,10 @@ class Dataset:
         problems += self._check_scenarios(all_tasks)
         tasks = all_tasks if instances is None else list(instances)
 
-        turn_ids: dict[str, set[str] | None] = {}
+        turn_ids: dict[str, dict[str, str] | None] = {}  # user -> turn id -> text
         for user in dict.fromkeys(t.user_id for t in tasks):
             try:
-                turn_ids[user] = {turn.id for turn in self.history(user)}
+                turn_ids[user] = {turn.id: turn.text for turn in self.history(user)}
             except DatasetError as e:
                 problems.append(str(e))
                 turn_ids[user] = None
@@ -291,6 +302,7 @@ class Dataset:
                 keys = None
             if keys is not None:
                 problems += self._check_keys(tasks, keys, turn_ids)
+                problems += self._check_distractors(turn_ids)
                 known = {t.instance_id for t in all_tasks}
                 extra = [k for k in keys if k not in known]
                 if extra:
@@ -331,7 +343,7 @@ class Dataset:
         return out
 
     def _check_keys(self, tasks: list[TaskView], keys: dict[str, AnswerKey],
-                    turn_ids: dict[str, set[str] | None]) -> list[str]:
+                    turn_ids: dict[str, dict[str, str] | None]) -> list[str]:
         out = []
         path = self.root / "answer_key.jsonl"
         for t in tasks:
@@ -350,7 +362,47 @@ class Dataset:
                 if turn_id not in ids:
                     out.append(f"{path}:{self._line('answer_key.jsonl', t.instance_id)}: {what} of instance "
                                f"{t.instance_id!r} cites turn {turn_id!r}, which is not in histories/{t.user_id}.jsonl")
+            for e in key.evidence:
+                problem = _span_problem(e.span, e.clause, ids.get(e.turn_id))
+                if problem:
+                    out.append(f"{path}:{self._line('answer_key.jsonl', t.instance_id)}: evidence span of instance "
+                               f"{t.instance_id!r} on turn {e.turn_id!r} ({e.dimension}): {problem}")
         return out
+
+    def _check_distractors(self, turn_ids: dict[str, dict[str, str] | None]) -> list[str]:
+        """Distractor labels of the checked users must cite their turns, with spans that fit."""
+        path = self.root / "distractors.jsonl"
+        if not path.exists():
+            return []
+        out = []
+        try:
+            labels = list(read_jsonl_lines(path, DistractorLabel))
+        except DatasetError as e:
+            return [str(e)]
+        for lineno, d in labels:
+            if d.user_id not in turn_ids:
+                continue  # a user not being checked (or unknown: a distractor cites no instance)
+            texts = turn_ids[d.user_id]
+            if texts is None:
+                continue
+            if d.turn_id not in texts:
+                out.append(f"{path}:{lineno}: distractor cites turn {d.turn_id!r}, which is not in histories/{d.user_id}.jsonl")
+                continue
+            problem = _span_problem(d.span, d.clause, texts[d.turn_id])
+            if problem:
+                out.append(f"{path}:{lineno}: distractor span on turn {d.turn_id!r}: {problem}")
+        return out
+
+
+def _span_problem(span: tuple[int, int] | None, clause: str | None, text: str | None) -> str | None:
+    """Why a label's span does not point at its clause in the turn's `text`, or None if it does."""
+    if span is None or text is None:
+        return None
+    if span[1] > len(text):
+        return f"span {list(span)} runs past the turn's {len(text)} characters"
+    if text[span[0]:span[1]] != clause:
+        return f"text at span {list(span)} is {text[span[0]:span[1]]!r}, not the labelled clause {clause!r}"
+    return None
 
 
 def write_dataset(
@@ -360,13 +412,20 @@ def write_dataset(
     histories: dict[str, list[Turn]],
     instances: Iterable[TaskView],
     answer_keys: Iterable[AnswerKey],
+    distractors: Iterable[DistractorLabel] | None = None,
 ) -> None:
+    """Histories first, then instances and answer keys (iterables are consumed in that order, so
+    keys may be computed from what writing the histories recorded), the manifest last."""
     root.mkdir(parents=True, exist_ok=True)
     write_jsonl(root / "personas.jsonl", personas)
     for user_id, turns in sorted(histories.items()):
         write_jsonl(root / "histories" / f"{user_id}.jsonl", turns)
     write_jsonl(root / "instances.jsonl", instances)
     write_jsonl(root / "answer_key.jsonl", answer_keys)
+    if distractors is not None:
+        write_jsonl(root / "distractors.jsonl", distractors)
+    else:  # a rebuild into the same folder must not leave another build's labels
+        (root / "distractors.jsonl").unlink(missing_ok=True)
     # the manifest last: its presence marks a complete dataset
     atomic_write_text(root / "manifest.json", manifest.model_dump_json(indent=2) + "\n")
 

@@ -41,7 +41,9 @@ class PreferenceValue(Strict):
     """One mutually exclusive value of a dimension.
 
     A static value has a `cue`: a first-person fragment a user might say or do that reveals the
-    value without naming the dimension (the procedural writer builds evidence turns from it).
+    value without naming the dimension (the procedural writer builds evidence turns from it), and
+    may have `more_cues`: other situations that reveal the same value in other words, so that a
+    value revealed several times is not revealed by the same sentence each time.
     A dynamic value ("preferred X; now Y", Table 14) names two static values of the same
     dimension in `from_value` and `to_value`; the answer key then expects `to_value`.
     `api` maps API parameters to the value(s) that satisfy this preference (CallAPI scenarios).
@@ -50,6 +52,7 @@ class PreferenceValue(Strict):
     id: str
     text: str
     cue: str | None = None
+    more_cues: list[str] = Field(default_factory=list)
     from_value: str | None = None
     to_value: str | None = None
     verifier: VerifierRef | None = None
@@ -59,12 +62,18 @@ class PreferenceValue(Strict):
     def dynamic(self) -> bool:
         return self.from_value is not None
 
+    @property
+    def all_cues(self) -> list[str]:
+        return [self.cue, *self.more_cues] if self.cue else list(self.more_cues)
+
     @model_validator(mode="after")
     def _shape(self) -> "PreferenceValue":
         if (self.from_value is None) != (self.to_value is None):
             raise ValueError("a dynamic value needs both from_value and to_value")
         if self.from_value is None and not self.cue:
             raise ValueError("a static value needs a cue")
+        if self.from_value is not None and self.more_cues:
+            raise ValueError("a dynamic value has no cues of its own (its from_value and to_value have them)")
         return self
 
 
@@ -231,6 +240,48 @@ class EvidenceLabel(Strict):
     value: str
     timestamp: str
     superseded: bool = False  # evidence of the old value of a changed preference
+    # The clause of the turn that reveals the value: text[span[0]:span[1]] == clause. None where the
+    # writer cannot say (an LLM-written turn, a dataset built before spans); then the whole turn counts.
+    span: tuple[int, int] | None = None
+    clause: str | None = None
+
+    @model_validator(mode="after")
+    def _span_shape(self) -> "EvidenceLabel":
+        _check_span(self.span, self.clause)
+        return self
+
+
+def _check_span(span: tuple[int, int] | None, clause: str | None) -> None:
+    if (span is None) != (clause is None):
+        raise ValueError("span and clause go together: give both or neither")
+    if span is not None and not (0 <= span[0] < span[1] and span[1] - span[0] == len(clause or "")):
+        raise ValueError(f"span {list(span)} does not fit a clause of {len(clause or '')} characters")
+
+
+# How a distractor preference is framed: the user's own preference on a topic none of their tasks
+# asks about, another person's, one the user no longer holds, or a hypothetical.
+DistractorForm = Literal["own_other_topic", "other_person", "ended", "hypothetical"]
+
+
+class DistractorLabel(Strict):
+    """A preference-shaped user turn that no task of its user depends on: a hard negative for
+    retrieval. Evaluator-only (`distractors.jsonl`), like the answer key. Its dimension is never one
+    a task of the user is scored on, nor related to one (see iba.construct.distractors)."""
+
+    user_id: str
+    turn_id: str
+    form: DistractorForm
+    scenario: str
+    dimension: str
+    value: str
+    signal_type: SignalType
+    span: tuple[int, int] | None = None
+    clause: str | None = None
+
+    @model_validator(mode="after")
+    def _span_shape(self) -> "DistractorLabel":
+        _check_span(self.span, self.clause)
+        return self
 
 
 class Checkpoint(Strict):
