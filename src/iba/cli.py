@@ -63,11 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
     except Exception as e:
-        # a bad dataset file reaching any command is the user's to fix: its message names the
-        # file and line, a traceback would only hide it. Anything else is a bug: let it show.
+        # a bad dataset file or result store reaching any command is the user's to fix: its message
+        # names the file (and line), a traceback would only hide it. Anything else is a bug: let it show.
         from iba.dataset import DatasetError
+        from iba.run.store import StoreError
 
-        if isinstance(e, DatasetError):
+        if isinstance(e, (DatasetError, StoreError)):  # a store path that is a folder or not SQLite
             print(f"error: {e}", file=sys.stderr)
             return 2
         raise

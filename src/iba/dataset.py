@@ -116,10 +116,15 @@ class Dataset:
     while reading (truncated turns), each also logged once.
     """
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, *, answer_key: str | Path | None = None) -> None:
         self.root = Path(root)
         if not (self.root / "manifest.json").exists():
             raise DatasetError(f"{self.root}: not an IBA dataset (no manifest.json); build one with `iba build`")
+        # a held-back key (`iba run --answer-key PATH`): kept outside the folder, as in a public
+        # release with a hidden test split; its distractor labels, if any, sit beside it
+        self.held_back = answer_key is not None
+        self.answer_key_path = Path(answer_key) if answer_key is not None else self.root / "answer_key.jsonl"
+        self.distractors_path = self.answer_key_path.parent / "distractors.jsonl"
         self.warnings: list[str] = []
         self._lines: dict[tuple[str, str], int] = {}  # (file name, record id) -> line, for check() messages
         # the last few histories read, keyed by the file's (mtime, size): a run takes a user's
@@ -155,10 +160,10 @@ class Dataset:
     def name(self) -> str:
         return self.manifest.name
 
-    def _unique(self, name: str, model: type[M], field: str) -> list[M]:
-        """The records of `name`, with a repeated `field` an error at its second line (a dict
-        keyed by it would silently keep one of the two)."""
-        path = self.root / name
+    def _unique(self, name: str, model: type[M], field: str, path: Path | None = None) -> list[M]:
+        """The records of `name` (at `path`, default in the folder), with a repeated `field` an error
+        at its second line (a dict keyed by it would silently keep one of the two)."""
+        path = path or self.root / name
         seen: dict[str, int] = {}
         out: list[M] = []
         for lineno, record in read_jsonl_lines(path, model):
@@ -244,12 +249,53 @@ class Dataset:
         return turns
 
     def answer_keys(self) -> dict[str, AnswerKey]:
-        return {k.instance_id: k for k in self._unique("answer_key.jsonl", AnswerKey, "instance_id")}
+        return {k.instance_id: k for k in self._unique("answer_key.jsonl", AnswerKey, "instance_id",
+                                                       self.answer_key_path)}
+
+    def answer_key_for(self, instance_id: str) -> AnswerKey | None:
+        """One instance's key, read from the file now and nothing else kept (a held-back key is
+        opened only once an item's agents have finished, one item at a time). Only lines naming
+        the id are parsed; a bad one is a DatasetError with file:line."""
+        needles = (instance_id, json.dumps(instance_id)[1:-1])
+        found: tuple[int, AnswerKey] | None = None
+        path = self.answer_key_path
+        try:
+            f = path.open("rb")
+        except OSError as e:
+            raise DatasetError(f"{path}: cannot read the answer key: {e.strerror or e}") from None
+        with f:
+            for lineno, raw in enumerate(f, 1):
+                line = raw.decode("utf-8", errors="replace")
+                if not any(n in line for n in needles):
+                    continue
+                try:
+                    key = AnswerKey.model_validate_json(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
+                except UnicodeDecodeError:
+                    raise DatasetError(f"{path}:{lineno}: not valid UTF-8; save the file as UTF-8") from None
+                except ValidationError as e:
+                    first = e.errors()[0]
+                    loc = ".".join(str(x) for x in first["loc"]) or "(record)"
+                    raise DatasetError(f"{path}:{lineno}: invalid AnswerKey: {loc}: {first['msg']}") from None
+                if key.instance_id != instance_id:
+                    continue
+                if found is not None:
+                    raise DatasetError(f"{path}:{lineno}: duplicate instance_id {instance_id!r} (first on line {found[0]})")
+                found = (lineno, key)
+        return found[1] if found else None
+
+    @property
+    def hidden_paths(self) -> tuple[str, ...]:
+        """Every file agents must never see: the answer key and distractor labels, in the folder
+        and (held back) wherever the key is kept."""
+        paths = [self.root / "answer_key.jsonl", self.root / "distractors.jsonl", self.answer_key_path,
+                 self.distractors_path]
+        return tuple(dict.fromkeys(str(p.resolve()) for p in paths))
 
     def distractors(self) -> dict[str, list[DistractorLabel]]:
         """User id -> the distractor preferences in their history (evaluator side, like the answer
-        key); empty when the dataset has none (imported data, builds before distractors)."""
-        path = self.root / "distractors.jsonl"
+        key; beside a held-back key); empty when the dataset has none (imported data, builds
+        before distractors)."""
+        path = self.distractors_path
         out: dict[str, list[DistractorLabel]] = {}
         if not path.exists():
             return out
@@ -306,7 +352,7 @@ class Dataset:
                 known = {t.instance_id for t in all_tasks}
                 extra = [k for k in keys if k not in known]
                 if extra:
-                    self._warn(f"{self.root / 'answer_key.jsonl'}: {len(extra)} answer key(s) for instances not in "
+                    self._warn(f"{self.answer_key_path}: {len(extra)} answer key(s) for instances not in "
                                f"instances.jsonl (first: {extra[0]!r} on line {self._line('answer_key.jsonl', extra[0])})")
         if problems:
             shown = problems[:MAX_PROBLEMS_SHOWN]
@@ -345,7 +391,7 @@ class Dataset:
     def _check_keys(self, tasks: list[TaskView], keys: dict[str, AnswerKey],
                     turn_ids: dict[str, dict[str, str] | None]) -> list[str]:
         out = []
-        path = self.root / "answer_key.jsonl"
+        path = self.answer_key_path
         for t in tasks:
             key = keys.get(t.instance_id)
             if key is None:
@@ -371,7 +417,7 @@ class Dataset:
 
     def _check_distractors(self, turn_ids: dict[str, dict[str, str] | None]) -> list[str]:
         """Distractor labels of the checked users must cite their turns, with spans that fit."""
-        path = self.root / "distractors.jsonl"
+        path = self.distractors_path
         if not path.exists():
             return []
         out = []

@@ -424,6 +424,9 @@ class RunRecord(Strict):
     prompt_hashes: dict[str, str] = Field(default_factory=dict)
     started_at: str
     iba_version: str
+    # a command iba started for a third-party agent (external?cmd=): "bwrap" when it ran sandboxed,
+    # "none" when it did not (reports mark the row unsandboxed); None for everything else
+    sandbox: str | None = None
 
 
 class Verdict(Strict):
@@ -431,9 +434,12 @@ class Verdict(Strict):
     kind: Literal["checkpoint", "slot", "qa"]
     judge: str  # a model string, "verifier:<id>" or "slot-match"
     repeat: int = 0
-    passed: bool | None  # None = unscored (unparseable or crashed), never counted as 0 or 1
+    passed: bool | None  # None = unscored (unparseable, or errored), never counted as 0 or 1
     rationale: str = ""
     prompt_hash: str | None = None
+    # the judge call failed (server down, 5xx, timeout): an infrastructure fault, not a verdict;
+    # the next `iba run` or `iba score` judges it again (an unparseable reply is not errored)
+    errored: bool = False
 
 
 class ScoreRecord(Strict):
@@ -447,6 +453,8 @@ class ScoreRecord(Strict):
     # "hedged_answer"; None for a normal score or an unscored record
     failure: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    # some verdict's judge call failed (Verdict.errored): score None until it is judged again
+    errored: bool = False
 
 
 def stable_hash(obj: Any, n: int = 16) -> str:

@@ -132,7 +132,8 @@ def test_missing_history_is_found_before_any_agent_runs(root):
     with keys.open("a") as f:
         f.write(json.dumps(k0 | {"instance_id": "i2", "checkpoints": [], "evidence": []}) + "\n")
     (root.parent / "agent.py").write_text(RECORDER)  # a working agent: only the check can stop it
-    out = run(root, "--agent", f"external?cmd=python {root.parent / 'agent.py'} {root.parent / 'seen.txt'}")
+    # unsandboxed: the recorder writes outside its sandbox (what it sees is the point, not isolation)
+    out = run(root, "--agent", f"external?sandbox=none&cmd=python {root.parent / 'agent.py'} {root.parent / 'seen.txt'}")
     assert_clean_error(out, "failed its check (1 problem)", "histories/u1.jsonl: file not found")
     assert_nothing_ran(root)
     assert not (root.parent / "seen.txt").exists()  # the agent was never called
@@ -191,7 +192,7 @@ def test_50mb_turn_is_clamped_before_the_agent_sees_it(root):
     _edit(p, 2, text="y" * 50_000_000)
     (root.parent / "agent.py").write_text(RECORDER)
     seen = root.parent / "seen.txt"
-    out = run(root, "--agent", f"external?cmd=python {root.parent / 'agent.py'} {seen}")
+    out = run(root, "--agent", f"external?sandbox=none&cmd=python {root.parent / 'agent.py'} {seen}")
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     assert f"warning: {p}:2: turn 'u0-s0-t1' has 50,000,000 characters; truncated to 100,000" in out.stderr

@@ -28,6 +28,9 @@ class AgentEnv:
     # the public scenario names of the benchmark's tasks (TaskView.scenario_name), for Deep Retrieval's
     # scenario contrast (iba?contrast=true); empty when the caller does not know them
     scenarios: tuple[str, ...] = ()
+    # files no agent may ever see (the answer key and distractor labels wherever they are kept): an
+    # external agent's sandbox refuses to show a folder that holds one
+    hidden: tuple[str, ...] = ()
 
 
 class Agent(ABC):
@@ -75,6 +78,14 @@ class AgentUnavailable(AgentError):
     infrastructure fault, so the instance is errored (retried with --retry-errored), not failed."""
 
 
+def check_overlap(options: Any) -> Any:
+    """An option model's chunk windows (size=, overlap=): overlap must stay below size, else no
+    window advances; said when the spec is parsed, not as a failed record per instance."""
+    if options.overlap >= options.size:
+        raise ValueError(f"option overlap={options.overlap} must be below size={options.size}")
+    return options
+
+
 def parse_options(model: type[BaseModel], options: dict[str, Any], agent: str) -> Any:
     """Validate an agent's spec options against its pydantic options model; every agent calls this,
     so all share one message: "agent direct: unknown option 'bogus' (allowed: ...)"."""
@@ -85,7 +96,7 @@ def parse_options(model: type[BaseModel], options: dict[str, Any], agent: str) -
         problems = []
         for err in e.errors():
             key = ".".join(map(str, err["loc"]))
-            msg = err["msg"].removeprefix("Value error, ")
+            msg = _RANGES.get(err["type"], err["msg"]).format(**err.get("ctx", {})).removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
                 problems.append(f"unknown option {key!r}")
             elif key:
@@ -93,3 +104,9 @@ def parse_options(model: type[BaseModel], options: dict[str, Any], agent: str) -
             else:  # a check across options (e.g. external: exactly one of cmd or url)
                 problems.append(msg)
         raise ValueError(f"agent {agent}: {'; '.join(problems)} (allowed: {allowed})") from None
+
+
+# pydantic's range errors, said as the allowed range ("option k=0: must be >= 1")
+_RANGES = {"greater_than_equal": "must be >= {ge}", "greater_than": "must be > {gt}",
+           "less_than_equal": "must be <= {le}", "less_than": "must be < {lt}",
+           "finite_number": "must be a finite number"}

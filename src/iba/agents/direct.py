@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
 
+from pydantic import Field
+
 from iba.agents.answer import answer, check_task, make_action, schema_text
 from iba.agents.base import Agent, AgentEnv, parse_options
 from iba.agents.trace import Trace
@@ -18,8 +20,8 @@ SAFETY = 64  # tokens kept free for the chat template's own markup
 
 
 class DirectOptions(Strict):
-    max_tokens: int | None = None  # answer length; default per action kind
-    max_history_tokens: int | None = None  # cap below the context window (e.g. for cost)
+    max_tokens: int | None = Field(None, ge=1)  # answer length; default per action kind
+    max_history_tokens: int | None = Field(None, ge=1)  # cap below the context window (e.g. for cost)
     order: Literal["recent"] = "recent"
 
 

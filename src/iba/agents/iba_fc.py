@@ -41,7 +41,7 @@ PREVIEW_CHARS = 220  # passage text shown to the controller per hit (its context
 class FCOptions(IBAOptions):
     max_steps: int = Field(8, ge=1)
     choice: Literal["auto", "plan"] = "auto"
-    controller_max_tokens: int = 256
+    controller_max_tokens: int = Field(256, ge=1)
 
 
 class SearchArgs(BaseModel):

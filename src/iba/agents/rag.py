@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
+from pydantic import Field, model_validator
+
 from iba.agents.answer import answer, check_task, make_action, schema_text
-from iba.agents.base import Agent, AgentEnv, parse_options
+from iba.agents.base import Agent, AgentEnv, check_overlap, parse_options
 from iba.agents.trace import Trace
 from iba.prompts import render
 from iba.retrieval.index import HistoryIndex
@@ -15,12 +17,16 @@ from iba.types import Action, Strict, TaskView, Turn
 
 
 class RagOptions(Strict):
-    k: int = 3
+    k: int = Field(3, ge=1)  # passages retrieved
     unit: Unit = "token"
-    size: int = 256
-    overlap: int = 50
+    size: int = Field(256, ge=1)
+    overlap: int = Field(50, ge=0)
     method: Method = "dense"
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _overlap(self) -> RagOptions:
+        return check_overlap(self)
 
 
 async def load_index(env: AgentEnv, history: list[Turn], unit: Unit, size: int, overlap: int) -> HistoryIndex:

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from iba.argtypes import nonnegative_int, out_folder, positive_float, positive_int
 from iba.construct.presets import PRESETS
 
 EPILOG = """examples:
@@ -25,9 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     presets = "; ".join(f"{p.name}: {p.help}" for p in PRESETS.values())
     parser.add_argument("--preset", choices=list(PRESETS), default="demo", help=f"dataset size ({presets})")
-    parser.add_argument("--out", required=True, help="output directory (created; files in it are replaced)")
+    parser.add_argument("--out", required=True, type=out_folder, help="output directory (created; files in it are replaced)")
     parser.add_argument("--seed", type=int, default=42, help="random seed; the same seed gives the same dataset (default 42)")
-    parser.add_argument("--personas", type=int, default=None, help="override the preset's number of personas")
+    parser.add_argument("--personas", type=positive_int, default=None, help="override the preset's number of personas")
     parser.add_argument(
         "--writer",
         choices=["procedural", "llm"],
@@ -38,18 +39,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models (or OPENAI_BASE_URL)")
     parser.add_argument(
         "--noise-ratio",
-        type=float,
+        type=positive_float,
         default=None,
         help="history turns per relevant (evidence) turn; the paper's figure is 100 (default: 100, demo 50)",
     )
     parser.add_argument(
         "--history-turns",
-        type=int,
+        type=positive_int,
         default=None,
         help="instead of --noise-ratio: make every history this many turns long (evidence is never dropped)",
     )
-    parser.add_argument("--max-rewrites", type=int, default=2, help="llm writer: rewrites of an evidence turn that fails the check (default 2)")
-    parser.add_argument("--concurrency", type=int, default=4, help="llm writer: model calls in flight at once (default 4)")
+    parser.add_argument("--max-rewrites", type=nonnegative_int, default=2, help="llm writer: rewrites of an evidence turn that fails the check (default 2)")
+    parser.add_argument("--concurrency", type=positive_int, default=4, help="llm writer: model calls in flight at once (default 4)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

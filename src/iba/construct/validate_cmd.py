@@ -6,6 +6,8 @@ import argparse
 import asyncio
 import sys
 
+from iba.argtypes import positive_int
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dataset", help="dataset directory (made by `iba build`)")
@@ -15,10 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated model strings, at least two (the same model twice gives two independent sampled annotations), "
         "e.g. local:qwen2.5-coder-0.5b,local:smollm2-135m or openai:gpt-4o-mini,openai:gpt-4o-mini",
     )
-    parser.add_argument("--sample", type=int, default=200, help="number of instances to annotate (default 200, as in the paper)")
+    parser.add_argument("--sample", type=positive_int, default=200, help="number of instances to annotate (default 200, as in the paper)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the sample and the annotators (default 42)")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models (or OPENAI_BASE_URL)")
-    parser.add_argument("--concurrency", type=int, default=4, help="model calls in flight at once (default 4)")
+    parser.add_argument("--concurrency", type=positive_int, default=4, help="model calls in flight at once (default 4)")
     parser.add_argument("--out", default=None, help="where to write the report (default DATASET/validation.json)")
     parser.add_argument("--json", action="store_true", help="print the report's agreement figures as JSON")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

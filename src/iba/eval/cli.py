@@ -1,7 +1,9 @@
 """`iba score`: (re)score stored runs with judges, verifiers, slot matching and QA parsing.
 
 Only (run, scorer, repeat) triples missing from the store are computed, so adding a judge or
-more repeats never re-runs agents and an interrupted scoring resumes where it stopped.
+more repeats never re-runs agents and an interrupted scoring resumes where it stopped. Triples
+whose judge call failed (an infrastructure fault) are judged again; `--rescore` computes every one
+again on purpose (a new judge prompt, a fixed server). Exit 1 while judge faults remain.
 """
 
 from __future__ import annotations
@@ -12,30 +14,37 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from iba.argtypes import nonnegative_float, positive_float, positive_int
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", type=Path, help="result store written by `iba run` (SQLite)")
     p.add_argument("--dataset", action="append", type=Path, required=True, dest="datasets", metavar="DIR",
                    help="dataset directory the runs were made on (repeatable); its answer key is read here")
+    p.add_argument("--answer-key", action="append", type=Path, default=None, dest="answer_keys", metavar="PATH",
+                   help="a held-back answer key (as `iba run --answer-key`), one per --dataset in the same order")
     p.add_argument("--run", action="append", dest="runs", metavar="NAME", help="only this run name (repeatable; default: all)")
+    p.add_argument("--rescore", action="store_true",
+                   help="compute every score of the selected runs again (the --judges given, verifiers, slots, QA) and "
+                   "replace the stored ones: after a judge prompt changed or to judge again on purpose")
     p.add_argument("--judges", default="best",
                    help="comma-separated judge model strings for Generate(text) checkpoints; 'best' (default) = the "
                    "strongest packaged model installed (local:qwen2.5-coder-1.5b, else the 0.5B). Neither is a reliable "
                    "judge (`iba judge-check`: the 1.5B fails most compliant responses, the 0.5B passes most violations); "
                    "judge on a real server for figures you report); 'none' = verifiers, slots and QA only")
-    p.add_argument("--judge-repeats", type=int, default=1, help="repeated judging per checkpoint, seed+r each (default: 1)")
-    p.add_argument("--judge-temperature", type=float, default=None,
+    p.add_argument("--judge-repeats", type=positive_int, default=1, help="repeated judging per checkpoint, seed+r each (default: 1)")
+    p.add_argument("--judge-temperature", type=nonnegative_float, default=None,
                    help="judge sampling temperature (default: 0 for one repeat, 0.7 for several)")
     p.add_argument("--judge-batch", action="store_true",
                    help="judge all checkpoints of a response in one call (cheaper; the paper uses one call each)")
     p.add_argument("--seed", type=int, default=42, help="judge seed of repeat 0 (default: 42)")
-    p.add_argument("--concurrency", type=int, default=4, help="judge calls in flight (default: 4)")
+    p.add_argument("--concurrency", type=positive_int, default=4, help="judge calls in flight (default: 4)")
     p.add_argument("--base-url", action="append", default=None, metavar="URL",
                    help="server URL for openai: judges (default: $OPENAI_BASE_URL); repeat it for replicas of the "
                    "judge model: calls go to the least busy one, a failing one is avoided (docs/scaling.md)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"), help="LLM response cache (default: .iba-cache)")
-    p.add_argument("--call-timeout", type=float, default=600.0, help="seconds one judge call may take (default 600)")
+    p.add_argument("--call-timeout", type=positive_float, default=600.0, help="seconds one judge call may take (default 600)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -50,8 +59,10 @@ def api_template(scenario: str):
         return None
 
 
-async def score_store(store, records, keys, *, judges, cfg, concurrency: int, progress: bool) -> Counter:
-    """Score every record; returns a Counter of new ScoreRecords by scorer (plus '<scorer>:unscored')."""
+async def score_store(store, records, keys, *, judges, cfg, concurrency: int, progress: bool,
+                      rescore: bool = False) -> Counter:
+    """Score every record; returns a Counter of new ScoreRecords by scorer (plus '<scorer>:unscored'
+    and '<scorer>:errored')."""
     from tqdm.auto import tqdm
 
     from iba.eval.qa import split_qa_id
@@ -69,10 +80,12 @@ async def score_store(store, records, keys, *, judges, cfg, concurrency: int, pr
         api = templates[rec.scenario] if record_kind(rec, key) != "qa" else None
         # one semaphore for all records bounds the judge calls in flight across the whole store
         new = await score_record(rec, key, judges=judges, judge_repeats=cfg.repeats, api_template=api,
-                                 store=store, panel=cfg, semaphore=sem)
+                                 store=store, panel=cfg, semaphore=sem, rescore=rescore)
         for s in new:
             counts[s.scorer] += 1
-            if s.score is None:
+            if s.errored:
+                counts[f"{s.scorer}:errored"] += 1
+            elif s.score is None:
                 counts[f"{s.scorer}:unscored"] += 1
         bar.update(1)
 
@@ -83,26 +96,59 @@ async def score_store(store, records, keys, *, judges, cfg, concurrency: int, pr
     return counts
 
 
+def dataset_keys(datasets: list[Path], answer_keys: list[Path] | None) -> dict:
+    """(dataset id, instance id) -> AnswerKey over every --dataset, each with its --answer-key if
+    given (paired in order). DatasetError for a bad file; ValueError for unpaired options."""
+    from iba.dataset import Dataset
+    from iba.run.runner import dataset_id
+
+    if answer_keys is not None and len(answer_keys) != len(datasets):
+        raise ValueError(f"argument --answer-key: give one per --dataset, in the same order "
+                         f"({len(answer_keys)} for {len(datasets)})")
+    keys = {}
+    for i, d in enumerate(datasets):
+        ds = Dataset(d, answer_key=answer_keys[i] if answer_keys else None)
+        did = dataset_id(ds)
+        keys.update({(did, iid): k for iid, k in ds.answer_keys().items()})
+    return keys
+
+
 def main(args: argparse.Namespace) -> int:
-    from iba.dataset import Dataset, DatasetError
+    from iba.dataset import DatasetError
     from iba.eval.aggregate import instance_score, mean, task_kind
     from iba.eval.panel import PanelConfig
     from iba.eval.qa import split_qa_id
     from iba.run.run_cmd import backend_from_args
-    from iba.run.runner import dataset_id
-    from iba.run.store import Store
+    from iba.run.store import Store, StoreError
 
     if not args.store.exists():
         print(f"error: no store at {args.store}; run `iba run` first", file=sys.stderr)
         return 2
-    keys = {}
     try:
-        for d in args.datasets:
-            ds = Dataset(d)
-            did = dataset_id(ds)
-            keys.update({(did, iid): k for iid, k in ds.answer_keys().items()})
-    except DatasetError as e:
+        keys = dataset_keys(args.datasets, args.answer_keys)
+    except (DatasetError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        store_cm = Store(args.store)
+    except StoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    with store_cm as store:
+        known = store.run_names()
+        unknown = [r for r in args.runs or [] if r not in known]
+        names = args.runs or known
+        records = [r for n in names for r in store.runs(n)]
+    if unknown:
+        print(f"error: argument --run: no run named {', '.join(unknown)} in {args.store} "
+              f"(runs: {', '.join(known) or 'none'})", file=sys.stderr)
+        return 2
+    usable = [r for r in records if (r.dataset, split_qa_id(r.instance_id)[0]) in keys]
+    skipped = len(records) - len(usable)
+    if not usable:
+        why = (f"{args.store} holds no runs" if not records else
+               f"none of its {len(records)} runs were made on the --dataset given")
+        print(f"error: nothing to score: {why}", file=sys.stderr)
         return 2
     if args.judges == "best":
         from iba.llm.models import strongest_installed_judge
@@ -122,22 +168,21 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    cfg = PanelConfig(repeats=max(1, args.judge_repeats), seed=args.seed, temperature=args.judge_temperature,
+    cfg = PanelConfig(repeats=args.judge_repeats, seed=args.seed, temperature=args.judge_temperature,
                       batch=args.judge_batch)
     with Store(args.store) as store:
-        names = args.runs or store.run_names()
-        records = [r for n in names for r in store.runs(n)]
-        usable = [r for r in records if (r.dataset, split_qa_id(r.instance_id)[0]) in keys]
-        skipped = len(records) - len(usable)
-        counts = asyncio.run(score_store(store, usable, keys, judges=judges, cfg=cfg,
-                                         concurrency=args.concurrency, progress=not args.quiet))
+        counts = asyncio.run(score_store(store, usable, keys, judges=judges, cfg=cfg, concurrency=args.concurrency,
+                                         progress=not args.quiet, rescore=args.rescore))
         scores = defaultdict(list)
         for s in store.scores():
             scores[s.run_key].append(s)
+        _, faults = store.count_errored([r.key for r in usable])
+    new = sum(v for k, v in counts.items() if not k.endswith((":unscored", ":errored")))
     print(f"{len(usable)} stored runs in {', '.join(names) or '(none)'}; "
-          f"{sum(v for k, v in counts.items() if not k.endswith(':unscored'))} new score records")
-    for scorer in sorted(k for k in counts if not k.endswith(":unscored")):
-        print(f"  {scorer}: {counts[scorer]} new, {counts[scorer + ':unscored']} unscored")
+          f"{new} {'recomputed' if args.rescore else 'new'} score records")
+    for scorer in sorted(k for k in counts if not k.endswith((":unscored", ":errored"))):
+        errored = f", {counts[scorer + ':errored']} errored" if counts[scorer + ":errored"] else ""
+        print(f"  {scorer}: {counts[scorer]} new, {counts[scorer + ':unscored']} unscored{errored}")
     if skipped:
         print(f"  {skipped} runs skipped: their dataset was not given with --dataset", file=sys.stderr)
     judge_ids = [b.model_id for b in judges] or None
@@ -151,4 +196,8 @@ def main(args: argparse.Namespace) -> int:
         m = mean(vals)
         shown = "unscored" if m is None else f"{100 * m:.1f}"
         print(f"  {agent} ({model}): {shown} over {sum(v is not None for v in vals)} scored of {len(vals)} instances")
+    if faults:
+        print(f"{faults} score record(s) have judge calls that failed (infrastructure faults, unscored); "
+              "rerun `iba score` once the judge's server answers to judge them again", file=sys.stderr)
+        return 1
     return 0

@@ -6,8 +6,11 @@ never the agent's trace, the user's history or the task, so it cannot be swayed 
 reasoning. `judge_checkpoints_batch` judges all checkpoints of a response in one call, a cheaper
 option for paid judges that is not the paper's protocol.
 
-Failures are never scores: an unparseable reply is retried once by `complete_json`; a crashed
-call (LLMError) is retried once here; after that the verdict is `passed=None` (unscored).
+Failures are never scores: an unparseable reply is retried once by `complete_json`, then the
+verdict is `passed=None` (unscored: the evaluator's side). A crashed call (LLMError: server down,
+5xx after the client's retries, a timeout) is retried once here; after that the verdict is
+`passed=None, errored=True`: an infrastructure fault, not a verdict, which the next `iba run` or
+`iba score` judges again (iba.eval.scoring).
 A response longer than the judge's context window is cut to fit, and the prompt says so.
 """
 
@@ -91,8 +94,9 @@ def _checkpoint_vars(c: Checkpoint) -> dict[str, Any]:
 
 
 async def _ask(backend: Backend, messages: list[dict[str, Any]], schema: type[BaseModel],
-               settings: JudgeSettings) -> tuple[BaseModel | None, Usage, str]:
-    """complete_json with one extra try after a crash; (None, usage, error) when it fails."""
+               settings: JudgeSettings) -> tuple[BaseModel | None, Usage, str, bool]:
+    """complete_json with one extra try after a crash; (None, usage, error, fault) when it fails,
+    fault True when the call itself failed (infrastructure), False for an unparseable reply."""
     from iba.llm.structured import StructuredOutputError, complete_json
 
     usage, error = Usage(), ""
@@ -104,14 +108,14 @@ async def _ask(backend: Backend, messages: list[dict[str, Any]], schema: type[Ba
             )
             for c in completions:
                 usage = usage.add(c.usage())
-            return obj, usage, ""
+            return obj, usage, "", False
         except StructuredOutputError as e:  # already retried once with the parse error
             for c in getattr(e, "completions", None) or []:
                 usage = usage.add(c.usage())
-            return None, usage, f"unparseable judge output after a retry: {str(e)[:300]}"
+            return None, usage, f"unparseable judge output after a retry: {str(e)[:300]}", False
         except LLMError as e:
             error = f"judge call failed{' again' if attempt else ''}: {str(e)[:300]}"
-    return None, usage, error
+    return None, usage, error, True
 
 
 async def judge_checkpoint(
@@ -119,9 +123,9 @@ async def judge_checkpoint(
     settings: JudgeSettings = JudgeSettings(),
 ) -> tuple[Verdict, Usage]:
     """One verdict of `backend` on one checkpoint of `response`."""
-    def verdict(passed: bool | None, rationale: str, prompt_hash: str | None) -> Verdict:
+    def verdict(passed: bool | None, rationale: str, prompt_hash: str | None, errored: bool = False) -> Verdict:
         return Verdict(target=checkpoint.id, kind="checkpoint", judge=backend.model_id, repeat=repeat,
-                       passed=passed, rationale=rationale, prompt_hash=prompt_hash)
+                       passed=passed, rationale=rationale, prompt_hash=prompt_hash, errored=errored)
 
     variables = _checkpoint_vars(checkpoint)
     bare = prompts.render(TEMPLATE, response="", truncated="", **variables)
@@ -130,9 +134,9 @@ async def judge_checkpoint(
     except ValueError as e:
         return verdict(None, str(e), bare.hash), Usage()
     prompt = prompts.render(TEMPLATE, response=text, truncated=note, **variables)
-    obj, usage, error = await _ask(backend, prompt.messages, CheckpointJudgement, settings)
+    obj, usage, error, fault = await _ask(backend, prompt.messages, CheckpointJudgement, settings)
     if obj is None:
-        return verdict(None, error, prompt.hash), usage
+        return verdict(None, error, prompt.hash, fault), usage
     assert isinstance(obj, CheckpointJudgement)
     rationale = obj.rationale.strip()[:1000] + (" [judged a truncated response]" if note else "")
     return verdict(obj.passed, rationale, prompt.hash), usage
@@ -149,18 +153,18 @@ async def judge_checkpoints_batch(
     max_tokens = max(settings.max_tokens, 96 * len(checkpoints))
     settings = JudgeSettings(max_tokens=max_tokens, temperature=settings.temperature, seed=settings.seed)
 
-    def unscored(why: str, h: str) -> list[Verdict]:
+    def unscored(why: str, h: str, errored: bool = False) -> list[Verdict]:
         return [Verdict(target=c.id, kind="checkpoint", judge=backend.model_id, repeat=repeat, passed=None,
-                        rationale=why, prompt_hash=h) for c in checkpoints]
+                        rationale=why, prompt_hash=h, errored=errored) for c in checkpoints]
 
     try:
         text, note = fit_response(backend, response, _overhead(backend, bare) + 60, max_tokens)
     except ValueError as e:
         return unscored(str(e), bare.hash), Usage()
     prompt = prompts.render(BATCH_TEMPLATE, response=text, truncated=note, checkpoints=variables)
-    obj, usage, error = await _ask(backend, prompt.messages, BatchJudgement, settings)
+    obj, usage, error, fault = await _ask(backend, prompt.messages, BatchJudgement, settings)
     if obj is None:
-        return unscored(error, prompt.hash), usage
+        return unscored(error, prompt.hash, fault), usage
     assert isinstance(obj, BatchJudgement)
     by_id: dict[str, BatchItem] = {}
     for item in obj.verdicts:

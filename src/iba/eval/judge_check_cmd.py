@@ -7,6 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from iba.argtypes import positive_int
 from iba.eval.judge_check import DEFAULT_N, DEFAULT_SEED
 
 
@@ -16,11 +17,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("judge", metavar="MODEL", help="the judge model string, e.g. local:qwen2.5-coder-0.5b")
     p.add_argument("--dataset", type=Path, default=None,
                    help="build the cases from this dataset's answer key (default: from the shipped taxonomy)")
-    p.add_argument("--n", type=int, default=DEFAULT_N, help=f"number of cases, half known violations (default {DEFAULT_N})")
+    p.add_argument("--n", type=positive_int, default=DEFAULT_N, help=f"number of cases, half known violations (default {DEFAULT_N})")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"case selection seed (default {DEFAULT_SEED})")
     p.add_argument("--store", type=Path, default=None, help="save the result in this result store (table judge_checks)")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
-    p.add_argument("--concurrency", type=int, default=4, help="judge calls in flight (default 4)")
+    p.add_argument("--concurrency", type=positive_int, default=4, help="judge calls in flight (default 4)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_backend_arguments(p)
     p.set_defaults(model=None)  # the judge is the positional MODEL

@@ -58,26 +58,35 @@ def mean_passed(verdicts: Iterable[Verdict]) -> float | None:
 
 async def judge_pass(
     backend: Backend, response: str, checkpoints: list[Checkpoint], *, repeat: int, cfg: PanelConfig,
-    run_key: str = "", semaphore: asyncio.Semaphore | None = None,
+    run_key: str = "", semaphore: asyncio.Semaphore | None = None, previous: ScoreRecord | None = None,
 ) -> ScoreRecord:
-    """One judge's pass (one repeat) over every checkpoint of a response."""
+    """One judge's pass (one repeat) over every checkpoint of a response. With `previous` (a stored
+    pass some of whose judge calls failed), only the checkpoints without a verdict are judged again;
+    the rest are kept as they are. A pass with an errored verdict left has no score (errored)."""
     sem = semaphore or asyncio.Semaphore(4)
     settings = cfg.settings(repeat)
-    usage = Usage()
-    if cfg.batch and len(checkpoints) > 1:
+    kept = {v.target: v for v in (previous.verdicts if previous else []) if not v.errored}
+    todo = [c for c in checkpoints if c.id not in kept]
+    usage = previous.usage if previous else Usage()
+    fresh: list[Verdict] = []
+    if cfg.batch and len(todo) > 1:
         async with sem:
-            verdicts, usage = await judge_checkpoints_batch(backend, response, checkpoints, repeat=repeat, settings=settings)
-    else:
+            fresh, u = await judge_checkpoints_batch(backend, response, todo, repeat=repeat, settings=settings)
+        usage = usage.add(u)
+    elif todo:
         async def one(c: Checkpoint) -> tuple[Verdict, Usage]:
             async with sem:
                 return await judge_checkpoint(backend, response, c, repeat=repeat, settings=settings)
 
-        results = await asyncio.gather(*(one(c) for c in checkpoints))
-        verdicts = [v for v, _ in results]
+        results = await asyncio.gather(*(one(c) for c in todo))
+        fresh = [v for v, _ in results]
         for _, u in results:
             usage = usage.add(u)
-    return ScoreRecord(run_key=run_key, scorer=judge_scorer(backend.model_id), repeat=repeat,
-                       verdicts=verdicts, score=mean_passed(verdicts), usage=usage)
+    by_id = kept | {v.target: v for v in fresh}
+    verdicts = [by_id[c.id] for c in checkpoints]
+    errored = any(v.errored for v in verdicts)
+    return ScoreRecord(run_key=run_key, scorer=judge_scorer(backend.model_id), repeat=repeat, verdicts=verdicts,
+                       score=None if errored else mean_passed(verdicts), usage=usage, errored=errored)
 
 
 async def judge_panel(
@@ -85,14 +94,18 @@ async def judge_panel(
     run_key: str = "", skip: Callable[[str, int], bool] | None = None,
     semaphore: asyncio.Semaphore | None = None,
     on_record: Callable[[ScoreRecord], None] | None = None,
+    previous: Callable[[str, int], ScoreRecord | None] | None = None,
 ) -> list[ScoreRecord]:
     """Every (judge, repeat) pass not skipped; `on_record` sees each record as soon as it exists
-    (the scorer stores it there, so an interrupted panel resumes where it stopped)."""
+    (the scorer stores it there, so an interrupted panel resumes where it stopped). `previous`
+    gives a stored errored pass to complete (judge_pass)."""
     sem = semaphore or asyncio.Semaphore(4)
     out: list[ScoreRecord] = []
 
     async def run(backend: Backend, r: int) -> None:
-        rec = await judge_pass(backend, response, checkpoints, repeat=r, cfg=cfg, run_key=run_key, semaphore=sem)
+        before = previous(judge_scorer(backend.model_id), r) if previous else None
+        rec = await judge_pass(backend, response, checkpoints, repeat=r, cfg=cfg, run_key=run_key, semaphore=sem,
+                               previous=before)
         out.append(rec)
         if on_record:
             on_record(rec)

@@ -8,7 +8,8 @@ The record's kind picks the scorers:
 
 One ScoreRecord per (run key, scorer, repeat). With a store, pairs already stored are skipped
 (re-scoring with other judges never re-runs agents; an interrupted scoring resumes) and each new
-record is stored as soon as it exists.
+record is stored as soon as it exists. A stored pass whose judge call failed (ScoreRecord.errored,
+an infrastructure fault) is not final: the next scoring judges its missing verdicts again.
 
 The failure policy (iba.run.failures): a *failed* run (the agent's own failure) scores 0 under
 every scorer that applies, each verdict False and the record's `failure` naming why; an
@@ -33,9 +34,11 @@ from iba.types import AnswerKey, ApiTemplate, RunRecord, ScoreRecord, Verdict
 class ScoreStore(Protocol):
     """What scoring needs of a result store; iba.run.store.Store is one (eval may not import run)."""
 
-    def has_score(self, run_key: str, scorer: str, repeat: int = 0) -> bool: ...
+    def score_errored(self, run_key: str, scorer: str, repeat: int = 0) -> bool | None: ...
 
-    def put_score(self, rec: ScoreRecord) -> bool: ...
+    def get_score(self, run_key: str, scorer: str, repeat: int = 0) -> ScoreRecord | None: ...
+
+    def put_score(self, rec: ScoreRecord, *, replace: bool = False) -> bool: ...
 
 
 def record_kind(record: RunRecord, key: AnswerKey, api_template: ApiTemplate | None = None) -> str:
@@ -73,8 +76,11 @@ async def score_record(
     concurrency: int = 4,
     panel: PanelConfig | None = None,
     semaphore: asyncio.Semaphore | None = None,
+    rescore: bool = False,
 ) -> list[ScoreRecord]:
-    """Compute (and store, with `store`) the ScoreRecords of `record` not yet stored; returns them.
+    """Compute (and store, with `store`) the ScoreRecords of `record` not yet stored, or stored
+    errored (a judge call that failed is judged again, only its missing verdicts); returns them.
+    `rescore` computes every one again and replaces the stored ones (`iba score --rescore`).
 
     `panel` carries the judging options (seed, temperature, batch); `judge_repeats` overrides its
     repeats. At most `concurrency` judge calls run at once, or pass one `semaphore` shared by many
@@ -88,12 +94,18 @@ async def score_record(
     out: list[ScoreRecord] = []
 
     def done(scorer: str, repeat: int = 0) -> bool:
-        return store is not None and store.has_score(rk, scorer, repeat)
+        return store is not None and not rescore and store.score_errored(rk, scorer, repeat) is False
+
+    def previous(scorer: str, repeat: int) -> ScoreRecord | None:
+        """A stored pass with errored verdicts: its good verdicts are kept, the rest judged again."""
+        if store is None or rescore or not store.score_errored(rk, scorer, repeat):
+            return None
+        return store.get_score(rk, scorer, repeat)
 
     def keep(rec: ScoreRecord) -> None:
         out.append(rec)
         if store is not None:
-            store.put_score(rec)
+            store.put_score(rec, replace=rescore)
 
     failed = record.status == "failed" or (record.status == "ok" and record.action is None)
     errored = record.status == "errored"
@@ -155,6 +167,6 @@ async def score_record(
     if cps and judges:
         await judge_panel(
             action.text, cps, judges, cfg, run_key=rk, skip=done,
-            semaphore=semaphore or asyncio.Semaphore(max(1, concurrency)), on_record=keep,
+            semaphore=semaphore or asyncio.Semaphore(max(1, concurrency)), on_record=keep, previous=previous,
         )
     return out

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from iba.argtypes import out_folder
 from iba.dataset import atomic_write_text
 
 
@@ -33,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", action="append", type=Path, default=[], dest="datasets", metavar="DIR",
                    help="dataset directory of the runs (repeatable); needed for the analyses and the drill-down")
     p.add_argument("--run", action="append", dest="runs", metavar="NAME", help="only this run name (repeatable; default: all)")
-    p.add_argument("--out", type=Path, required=True, help="output folder")
+    p.add_argument("--out", type=out_folder, required=True, help="output folder")
     p.add_argument("--judges", default=None,
                    help="comma-separated judge model strings whose verdicts count (default: every judge in the store)")
 

@@ -10,21 +10,23 @@ import sys
 import time
 from pathlib import Path
 
+from iba.argtypes import positive_int
+
 EXPANSIONS = ("template", "llm")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="a dataset directory built by `iba build`")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object (method -> recalls)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N instances")
+    p.add_argument("--limit", type=positive_int, default=None, help="only the first N instances")
     p.add_argument(
-        "--users", type=int, default=None,
+        "--users", type=positive_int, default=None,
         help="only the instances of N users drawn with --seed (a spread sample of a large dataset; "
         "each history is embedded once however many of its tasks are evaluated)",
     )
     p.add_argument("--embedder", default="minilm", help="embedder name (minilm, all-mpnet-base-v2, bge-m3)")
     p.add_argument("--unit", choices=("token", "turn", "session", "mixed"), default="token", help="retrieval unit (default: 256-token chunks, 50 overlap)")
-    p.add_argument("--k", type=int, default=5, help="passages per query inside Deep Retrieval (default 5; the paper's 3)")
+    p.add_argument("--k", type=positive_int, default=5, help="passages per query inside Deep Retrieval (default 5; the paper's 3)")
     p.add_argument("--deep-method", choices=("dense", "hybrid"), default="hybrid", help="search of Deep Retrieval's queries (default hybrid; the paper's dense)")
     p.add_argument("--no-feedback", action="store_true", help="Deep Retrieval without the relevance-feedback searches")
     p.add_argument("--no-scan", action="store_true", help="Deep Retrieval without the signal-first cue scan")

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from iba import registry
-from iba.run.run_cmd import positive_int  # the same option check as `iba run` (command modules sit on top)
+from iba.argtypes import nonnegative_int, positive_int  # the same option checks as `iba run`
 
 # BLAS and embedder thread variables: a pool of P processes on C cores gets C // P threads each, not C each
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "IBA_EMBED_THREADS")
@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="retrieval unit, as the agents' unit= option (default: token)")
     p.add_argument("--size", type=positive_int, default=None,
                    help="tokens per chunk, as the agents' size= option (default 256)")
-    p.add_argument("--overlap", type=int, default=None, help="token overlap, as the agents' overlap= option (default 50)")
+    p.add_argument("--overlap", type=nonnegative_int, default=None, help="token overlap, as the agents' overlap= option (default 50)")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="ray: one Ray task per history instead of the process pool (needs iba[ray])")
     p.add_argument("--ray-address", default=None, metavar="ADDRESS",

@@ -37,10 +37,12 @@ from iba.run.runner import (
     claim_ttl,
     errored_record,
     finish,
+    hidden_paths,
     make_agent,
     plan_run,
     progress_bar,
     run_one,
+    selection_debt,
 )
 from iba.run.store import Store
 from iba.types import RunRecord, TaskView, Turn
@@ -128,7 +130,7 @@ class RayWorker:
     def _agent(self, spec: str, trial: int) -> Agent:
         if (spec, trial) not in self.agents:
             env = AgentEnv(backend=self.backend, cache_dir=self.cfg.cache_dir, embedder=self.cfg.embedder,
-                           seed=self.cfg.seed + trial, scenarios=self.ds.scenario_names)
+                           seed=self.cfg.seed + trial, scenarios=self.ds.scenario_names, hidden=self.cfg.hidden)
             self.agents[(spec, trial)] = make_agent(spec, env)
         return self.agents[(spec, trial)]
 
@@ -171,8 +173,11 @@ async def run_dataset_ray(
     ray = import_ray()  # before any work: a missing extra is a one-line error, not a half-done run
     plan = await plan_run(ds, backend.model_id, store, cfg, judges=judges)
     summary = plan.summary
+    # the workers' datasets have no held-back key path: the driver names every hidden file for them
+    cfg = dataclasses.replace(cfg, hidden=hidden_paths(ds, cfg))
     for spec in cfg.agents:  # fail fast on a bad agent spec, in the driver, before any worker starts
-        make_agent(spec, AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed))
+        make_agent(spec, AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed,
+                                  hidden=cfg.hidden))
     bar = progress_bar(plan, cfg)
     started = False
     actors: list[Any] = []
@@ -188,6 +193,7 @@ async def run_dataset_ray(
             ray.kill(actor)
         if started:
             ray.shutdown()
+    selection_debt(plan, store)
     summary.wall_s = round(time.perf_counter() - plan.t_start, 2)
     return summary
 

@@ -4,33 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import sys
 from pathlib import Path
 
+from iba.argtypes import positive_float, positive_int  # noqa: F401 - also imported from here by other commands
 from iba.llm import DEFAULT_MODEL
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (0 or a negative count would run nothing, or quietly drop items)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
 
 
 def add_backend_arguments(p: argparse.ArgumentParser) -> None:
@@ -97,6 +75,10 @@ def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", type=Path, help="dataset directory (from `iba build` or `iba import`)")
+    p.add_argument("--answer-key", type=Path, default=None, metavar="PATH",
+                   help="the answer key, kept outside the dataset folder (a public release with a hidden test "
+                   "split); it is opened only to score an item whose agents have finished, one item at a time. "
+                   "distractors.jsonl beside it is hidden from agents too. Not with --qa")
     p.add_argument("--agent", action="append", dest="agents", metavar="SPEC",
                    help="agent spec, repeatable: direct, rag, iba, iba-fc, external?cmd=..., with options "
                    "as iba?retrieval=false&btda=false&synthesis=rag&reranker=rules (default: rag)")
@@ -191,8 +173,16 @@ def main(args: argparse.Namespace) -> int:
     from iba.run.runner import RunConfig, make_agent, run_dataset, select_instances
     from iba.run.store import Store, StoreError
 
+    if args.answer_key is not None:
+        if not args.answer_key.is_file():
+            print(f"error: argument --answer-key: {args.answer_key}: no such file", file=sys.stderr)
+            return 2
+        if args.qa:
+            print("error: argument --qa: not with --answer-key (the QA probes are in the answer key, which is "
+                  "not opened before the agents run)", file=sys.stderr)
+            return 2
     try:
-        ds = Dataset(args.dataset)
+        ds = Dataset(args.dataset, answer_key=args.answer_key)
         ds.instances  # validate early: a bad line is reported with file and line
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -211,7 +201,8 @@ def main(args: argparse.Namespace) -> int:
     # first use), so a bad name or option stops the run before any work, with its message
     for spec in args.agents or ["rag"]:
         try:
-            make_agent(spec, AgentEnv(backend=backend, cache_dir=args.cache_dir, embedder=args.embedder))
+            make_agent(spec, AgentEnv(backend=backend, cache_dir=args.cache_dir, embedder=args.embedder,
+                                      hidden=ds.hidden_paths))
         except KeyError as e:  # unknown agent name: the registry lists the known ones
             print(f"error: argument --agent: {e.args[0]}", file=sys.stderr)
             return 2
@@ -225,10 +216,17 @@ def main(args: argparse.Namespace) -> int:
         judge_repeats=args.judge_repeats, timeout_s=args.timeout, retry_errored=args.retry_errored,
         cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
     )
+    selected = select_instances(ds, cfg)
+    if not selected:
+        where = f"{args.dataset / 'instances.jsonl'} has no instances" if not ds.instances else \
+            "no instance matches both --domain and --scenario"
+        print(f"error: nothing to run: {where}", file=sys.stderr)
+        return 2
     try:
         # before any agent runs: histories readable and valid, users/scenarios known, answer key
-        # complete; otherwise a broken file surfaces mid-run after hours of model calls
-        ds.check(select_instances(ds, cfg), answer_key=cfg.score or cfg.qa)
+        # complete; otherwise a broken file surfaces mid-run after hours of model calls. A
+        # held-back key is not opened before an item's agents have finished: it is checked as read.
+        ds.check(selected, answer_key=(cfg.score or cfg.qa) and not ds.held_back)
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -264,10 +262,25 @@ def main(args: argparse.Namespace) -> int:
     )
     for line in summary.errors[:5]:
         print(f"  {line}", file=sys.stderr)
-    print(f"store: {args.store}  ->  iba report {args.store} --dataset {args.dataset} --out report/")
-    if summary.errored:
-        # a fault left records unscored: say how to finish, and fail so scripts notice
-        print(f"{summary.errored} record(s) errored (infrastructure faults, unscored); "
-              "rerun with --retry-errored to run them again", file=sys.stderr)
-        return 1
-    return 0
+    key_arg = f" --answer-key {args.answer_key}" if args.answer_key else ""
+    print(f"store: {args.store}  ->  iba report {args.store} --dataset {args.dataset}{key_arg} --out report/")
+    return debt_status(summary)
+
+
+def debt_status(summary) -> int:
+    """1 (and why, on stderr) while the selection holds errored records or errored judge calls,
+    whether this run stored them or an earlier one did; else 0. A rerun must not report success
+    over records it skipped as "already stored"."""
+    status = 0
+    if summary.errored_total:
+        before = summary.errored_total - summary.errored
+        print(f"{summary.errored_total} record(s) of this selection are errored (infrastructure faults, unscored; "
+              f"{summary.errored} stored by this run, {before} before it); rerun with --retry-errored to run "
+              "them again", file=sys.stderr)
+        status = 1
+    if summary.judge_errored:
+        print(f"{summary.judge_errored} score record(s) of this selection have judge calls that failed "
+              "(infrastructure faults, unscored); rerun the same command, or `iba score`, to judge them again",
+              file=sys.stderr)
+        status = 1
+    return status

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any
 
 from iba import __version__, cancel, registry
 from iba.agents.base import Agent, AgentEnv, parse_agent_spec
-from iba.dataset import Dataset
+from iba.dataset import Dataset, DatasetError
 from iba.eval.qa import SEPARATOR, qa_prompt
 from iba.eval.scoring import score_record
 from iba.llm.base import Backend
@@ -52,6 +52,7 @@ class RunConfig:
     embedder: str = "minilm"
     progress: bool = True
     retry_errored: bool = False  # drop this selection's errored records first, so they run again
+    hidden: tuple[str, ...] = ()  # more files no agent may see (AgentEnv.hidden), beside the dataset's own
 
 
 @dataclass
@@ -67,6 +68,10 @@ class RunSummary:
     usage: Usage = field(default_factory=Usage)
     wall_s: float = 0.0
     errors: list[str] = field(default_factory=list)  # "failed: ..." / "errored: ..." lines, in run order
+    # what the selection still owes after the run, whenever it was stored: errored run records
+    # (--retry-errored) and score records whose judge call failed (judged again by a rerun)
+    errored_total: int = 0
+    judge_errored: int = 0
 
 
 def dataset_id(ds: Dataset) -> str:
@@ -173,6 +178,7 @@ async def run_one(
         prompt_hashes=_prompt_hashes(action),
         started_at=started,
         iba_version=__version__,
+        sandbox=getattr(agent, "sandbox", None),
     )
 
 
@@ -223,8 +229,40 @@ class Plan:
     todo: list[WorkItem]
     summary: RunSummary
     tasks: dict[str, TaskView]  # instance id -> task, for scoring
-    keys: dict[str, AnswerKey]
+    keys: Mapping[str, AnswerKey]
     t_start: float
+    selection: list[str] = field(default_factory=list)  # every run key of the selection, stored or not
+
+
+class KeysOnDemand(Mapping[str, AnswerKey]):
+    """A held-back answer key (`iba run --answer-key`), read one instance at a time when scoring
+    asks for it, i.e. once that item's agents have finished; nothing is loaded before or kept.
+    An instance the key lacks is a DatasetError (its record stays stored, unscored)."""
+
+    def __init__(self, ds: Dataset) -> None:
+        self.ds = ds
+
+    def __getitem__(self, instance_id: str) -> AnswerKey:
+        key = self.ds.answer_key_for(instance_id)
+        if key is None:
+            raise DatasetError(f"{self.ds.answer_key_path}: no answer key for instance {instance_id!r}")
+        return key
+
+    def __iter__(self) -> Iterator[str]:  # listing every id would mean reading the key up front
+        raise TypeError("a held-back answer key is read one instance at a time")
+
+    def __len__(self) -> int:
+        raise TypeError("a held-back answer key is read one instance at a time")
+
+
+def hidden_paths(ds: Dataset, cfg: RunConfig) -> tuple[str, ...]:
+    """The files agents must never see: the dataset's key and distractor labels (held back or not)."""
+    return tuple(dict.fromkeys([*ds.hidden_paths, *cfg.hidden]))
+
+
+def selection_debt(plan: Plan, store: Store) -> None:
+    """Count what the selection still owes into the summary (errored runs, errored judge calls)."""
+    plan.summary.errored_total, plan.summary.judge_errored = store.count_errored(plan.selection)
 
 
 async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, judges: Sequence[Backend] = ()) -> Plan:
@@ -232,7 +270,14 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
     records that lack scores scored now. Every executor starts here, so their keys are the same."""
     did = dataset_id(ds)
     tasks = select_instances(ds, cfg)
-    keys: dict[str, AnswerKey] = ds.answer_keys() if (cfg.qa or cfg.score) else {}
+    if ds.held_back and cfg.qa:
+        raise ValueError("--qa needs the QA probes of the answer key before the agents run, and a held-back "
+                         "key (--answer-key) is not opened before then; run --qa without --answer-key")
+    keys: Mapping[str, AnswerKey] = {}
+    if ds.held_back and cfg.score:
+        keys = KeysOnDemand(ds)
+    elif cfg.qa or cfg.score:
+        keys = ds.answer_keys()
     by_id = {t.instance_id: t for t in ds.instances}
     summary = RunSummary()
     t_start = time.perf_counter()
@@ -264,7 +309,7 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
                 if rec is not None and await score_stored(rec, by_id, keys, store, judges=judges,
                                                           judge_repeats=cfg.judge_repeats):
                     summary.rescored += 1
-    return Plan(did, model, todo, summary, by_id, keys, t_start)
+    return Plan(did, model, todo, summary, by_id, keys, t_start, selection=keys_of)
 
 
 def claim_ttl(cfg: RunConfig) -> float:
@@ -315,11 +360,12 @@ async def run_dataset(
     summary = plan.summary
 
     agents: dict[tuple[str, int], Agent] = {}
+    hidden = hidden_paths(ds, cfg)
 
     def agent_for(spec: str, trial: int) -> Agent:
         if (spec, trial) not in agents:
             env = AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed + trial,
-                           scenarios=ds.scenario_names)
+                           scenarios=ds.scenario_names, hidden=hidden)
             agents[(spec, trial)] = make_agent(spec, env)
         return agents[(spec, trial)]
 
@@ -352,6 +398,7 @@ async def run_dataset(
         await asyncio.gather(*(one(item) for item in plan.todo))
     finally:
         bar.close()
+    selection_debt(plan, store)
     summary.wall_s = round(time.perf_counter() - plan.t_start, 2)
     return summary
 
@@ -359,7 +406,7 @@ async def run_dataset(
 async def score_stored(
     rec: RunRecord,
     tasks: dict[str, TaskView],
-    keys: dict[str, AnswerKey],
+    keys: Mapping[str, AnswerKey],
     store: Store,
     *,
     judges: Sequence[Backend],

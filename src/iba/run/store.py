@@ -2,7 +2,10 @@
 
 `runs` holds one RunRecord per (dataset, instance, agent spec, model, trial) key; `scores` holds
 one ScoreRecord per (run key, scorer, repeat), so the same runs can be re-scored by other judges
-without re-running agents. Rows are never updated in place: a key already present is skipped.
+without re-running agents. Rows are not updated in place: a key already present is skipped. The
+exceptions, each an infrastructure fault or an explicit request: `--retry-errored` drops errored
+runs, a score whose judge call failed is replaced when judged again, and `iba score --rescore`
+replaces the scores it recomputes.
 WAL mode lets a report read while a run writes.
 
 `claims` lets several `iba run` processes share one store without doing the same work twice: a
@@ -52,6 +55,11 @@ CREATE TABLE IF NOT EXISTS claims (
 """
 
 
+# A score record whose judge call failed: ScoreRecord.errored, as pydantic writes it (no spaces; a
+# string value cannot hold it unescaped), so no JSON parsing is needed to find them.
+_ERRORED_SQL = """scores.record LIKE '%"errored":true%'"""
+
+
 class StoreError(RuntimeError):
     """The store file cannot be used (not an SQLite database, unreadable, locked for too long)."""
 
@@ -77,7 +85,13 @@ def _owner_alive(owner: str) -> bool:
 class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_dir():
+            raise StoreError(f"{self.path}: is a folder, not a result store; give the path of an SQLite file "
+                             "(e.g. runs/iba.sqlite)")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"{self.path}: cannot create its folder: {e.strerror or e}") from None
         self._lock = threading.Lock()
         self.owner = _owner()
         try:
@@ -184,13 +198,48 @@ class Store:
             q = "SELECT 1 FROM scores WHERE run_key=? AND scorer=? AND repeat=?"
             return self._db.execute(q, (run_key, scorer, repeat)).fetchone() is not None
 
-    def put_score(self, rec: ScoreRecord) -> bool:
+    def score_errored(self, run_key: str, scorer: str, repeat: int = 0) -> bool | None:
+        """None: no such score; True: stored but errored (a judge call failed: judged again by the
+        next run); False: stored and final."""
+        with self._lock:
+            row = self._db.execute(f"SELECT {_ERRORED_SQL} FROM scores WHERE run_key=? AND scorer=? AND repeat=?",
+                                   (run_key, scorer, repeat)).fetchone()
+        return None if row is None else bool(row[0])
+
+    def get_score(self, run_key: str, scorer: str, repeat: int = 0) -> ScoreRecord | None:
+        with self._lock:
+            row = self._db.execute("SELECT record FROM scores WHERE run_key=? AND scorer=? AND repeat=?",
+                                   (run_key, scorer, repeat)).fetchone()
+        return ScoreRecord.model_validate_json(row[0]) if row else None
+
+    def put_score(self, rec: ScoreRecord, *, replace: bool = False) -> bool:
+        """Insert; a stored record for the same (run key, scorer, repeat) is kept (False), unless it
+        is errored (a judge fault is judged again, the second exception to append-only) or
+        `replace` (`iba score --rescore`: judged again on purpose)."""
+        row = (rec.run_key, rec.scorer, rec.repeat, rec.model_dump_json())
         with self._lock, self._db:
+            if replace:
+                self._db.execute("INSERT OR REPLACE INTO scores VALUES (?,?,?,?)", row)
+                return True
+            # one statement: a concurrent process's final verdict is never overwritten by ours
             cur = self._db.execute(
-                "INSERT OR IGNORE INTO scores VALUES (?,?,?,?)",
-                (rec.run_key, rec.scorer, rec.repeat, rec.model_dump_json()),
-            )
+                "INSERT INTO scores VALUES (?,?,?,?) ON CONFLICT(run_key, scorer, repeat) DO UPDATE "
+                f"SET record=excluded.record WHERE {_ERRORED_SQL}", row)
             return cur.rowcount == 1
+
+    def count_errored(self, keys: list[str]) -> tuple[int, int]:
+        """(errored run records, errored score records) among the runs of `keys`: what a run of
+        that selection still owes (--retry-errored; judging again)."""
+        runs = faults = 0
+        with self._lock:
+            for i in range(0, len(keys), 500):
+                chunk = keys[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                runs += self._db.execute(f"SELECT COUNT(*) FROM runs WHERE status='errored' AND key IN ({marks})",
+                                         chunk).fetchone()[0]
+                faults += self._db.execute(f"SELECT COUNT(*) FROM scores WHERE {_ERRORED_SQL} AND run_key IN ({marks})",
+                                           chunk).fetchone()[0]
+        return runs, faults
 
     def scores(self, scorer: str | None = None) -> Iterator[ScoreRecord]:
         sql, args = "SELECT record FROM scores", ()
