@@ -77,3 +77,46 @@ def test_positive_argument_types():
     for bad in ("0", "-0.1", "inf", "-inf", "nan", "soon"):
         with pytest.raises(argparse.ArgumentTypeError, match="> 0"):
             positive_float(bad)
+
+
+def test_store_error_from_any_command_is_a_message(monkeypatch, capsys):
+    from iba.run.store import StoreError
+
+    _fake_command(monkeypatch, StoreError("runs/: is a folder, not a result store"))
+    assert main(["fake"]) == 2
+    assert capsys.readouterr().err == "error: runs/: is a folder, not a result store\n"
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["eval-retrieval", "DS", "--k", "0"], "--k"),
+    (["eval-retrieval", "DS", "--limit", "-1"], "--limit"),
+    (["index", "DS", "--users", "0"], "--users"),
+    (["build", "--out", "X", "--personas", "0"], "--personas"),
+    (["build", "--out", "X", "--history-turns", "0"], "--history-turns"),
+    (["build", "--out", "X", "--concurrency", "0"], "--concurrency"),
+    (["validate", "DS", "--annotators", "a,b", "--sample", "0"], "--sample"),
+    (["import", "prefeval", "SRC", "--out", "X", "--limit", "0"], "--limit"),
+    (["judge-check", "local:x", "--n", "0"], "--n"),
+    (["judge-check", "local:x", "--concurrency", "0"], "--concurrency"),
+    (["score", "S", "--dataset", "DS", "--judge-repeats", "0"], "--judge-repeats"),
+    (["demo", "--qa-per-instance", "0"], "--qa-per-instance"),
+])
+def test_counts_are_at_least_one_in_every_command(argv, option, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert f"argument {option}: must be >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["build"], ["report", "STORE"], ["demo"]])
+def test_out_that_is_a_file_is_a_one_line_error(tmp_path, command, capsys):
+    """`--out EXISTING_FILE` was a FileExistsError traceback (build, report)."""
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    for out in (f, f / "sub"):
+        with pytest.raises(SystemExit) as e:
+            main([*command, "--out", str(out)])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert "argument --out:" in err and ("exists and is not a folder" in err or "is a file, not a folder" in err)
+        assert "Traceback" not in err

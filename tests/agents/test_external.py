@@ -1,3 +1,4 @@
+import asyncio
 import json
 import os
 import socket
@@ -41,11 +42,10 @@ async def test_subprocess_example_agent_generate_and_call_api(tmp_path):
 
 
 async def test_request_is_task_plus_history_only(tmp_path):
-    out = tmp_path / "seen.json"
-    cmd = _script(tmp_path, f"import json,sys; d=json.load(sys.stdin); open({str(out)!r},'w').write(json.dumps(d)); "
-                            "print(json.dumps({'kind':'generate','text':'hi','trace':[{'step':'mine','llm_calls':2}]}))")
+    cmd = _script(tmp_path, "import json,sys; d=json.load(sys.stdin); "
+                            "print(json.dumps({'kind':'generate','text':json.dumps(d),'trace':[{'step':'mine','llm_calls':2}]}))")
     action = await _agent(tmp_path, cmd=cmd).act(TEXT_TASK, small_history())
-    seen = json.loads(out.read_text())
+    seen = json.loads(action.text)
     assert set(seen) == {"task", "history"} and seen["task"] == TEXT_TASK.model_dump(mode="json")
     assert [s.step for s in action.trace] == ["external", "mine"] and action.trace[1].llm_calls == 2
 
@@ -165,7 +165,8 @@ async def _seen(tmp_path, monkeypatch, ds, **opts) -> dict:
     return json.loads(action.text)
 
 
-async def test_command_gets_no_secrets_and_no_way_to_the_dataset(tmp_path, monkeypatch, dataset_dir):
+async def test_unsandboxed_command_gets_no_secrets_and_no_way_to_the_dataset(tmp_path, monkeypatch, dataset_dir):
+    """sandbox=none (or no bwrap): the older accident prevention, still applied."""
     for name, value in {"OPENAI_API_KEY": "sk-iba-test-SECRET-123", "HF_TOKEN": "hf_SECRET", "GITHUB_TOKEN": "ghp_SECRET",
                         "DATABASE_URL": "postgres://me:SECRET@db/x", "IBA_DATASET": str(dataset_dir),
                         "OLDPWD": str(dataset_dir), "KEEP_ME": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
@@ -174,7 +175,7 @@ async def test_command_gets_no_secrets_and_no_way_to_the_dataset(tmp_path, monke
     fd = os.open(dataset_dir / "answer_key.jsonl", os.O_RDONLY)
     os.set_inheritable(fd, True)
     try:
-        seen = await _seen(tmp_path, monkeypatch, dataset_dir)
+        seen = await _seen(tmp_path, monkeypatch, dataset_dir, sandbox="none")
     finally:
         os.close(fd)
     env = seen["env"]
@@ -223,3 +224,165 @@ async def test_private_directory_is_removed_after_a_timeout(tmp_path, monkeypatc
     with pytest.raises(AgentError, match="timed out"):
         await _agent(tmp_path, cmd=_script(tmp_path, "import time; time.sleep(30)"), timeout="1").act(TEXT_TASK, [])
     assert made and not os.path.exists(made[0])
+
+
+# ---------------------------------------------------------------- process groups
+
+# The agent starts a child that would outlive it (its grandchild, as iba sees it), holding the
+# agent's stdout open; a marker in its command line lets the test find it in the host's /proc.
+GRANDPARENT = """
+import json, subprocess, sys, time
+json.load(sys.stdin)
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", sys.argv[1]])
+if sys.argv[2] == "exit":
+    print(json.dumps({"kind": "generate", "text": "done"}), flush=True)
+else:
+    time.sleep(120)
+"""
+
+SANDBOXES = ["none", pytest.param("bwrap", marks=pytest.mark.skipif(
+    __import__("iba.agents.sandbox", fromlist=["x"]).unavailable() is not None, reason="bwrap cannot run here"))]
+
+
+def _alive(marker: str) -> list[str]:
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+def _gone(marker: str, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while _alive(marker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _marker(request) -> str:
+    return f"iba-grandchild-{os.getpid()}-{abs(hash(request.node.nodeid))}"
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+async def test_an_exit_kills_the_group_and_does_not_wait_for_it(tmp_path, sandbox, request):
+    marker = _marker(request)
+    agent = _agent(tmp_path, cmd=_script(tmp_path, GRANDPARENT) + f" {marker} exit", sandbox=sandbox)
+    try:
+        # before the fix: communicate() waited for the grandchild to close stdout (2 minutes)
+        action = await asyncio.wait_for(agent.act(TEXT_TASK, []), 30)
+        assert action.text == "done"
+        assert _gone(marker)
+    finally:
+        for pid in _alive(marker):
+            os.kill(int(pid), 9)
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+async def test_a_timeout_kills_the_group(tmp_path, sandbox, request):
+    marker = _marker(request)
+    agent = _agent(tmp_path, cmd=_script(tmp_path, GRANDPARENT) + f" {marker} sleep", sandbox=sandbox, timeout="1")
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(AgentError, match="timed out after 1s"):
+            await asyncio.wait_for(agent.act(TEXT_TASK, []), 30)
+        assert time.monotonic() - t0 < 15
+        assert _gone(marker)
+    finally:
+        for pid in _alive(marker):
+            os.kill(int(pid), 9)
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+async def test_a_cancelled_action_kills_the_group(tmp_path, sandbox, request):
+    """`iba run --timeout` (the runner's per-action timeout) cancels act(): nothing may keep running."""
+    marker = _marker(request)
+    agent = _agent(tmp_path, cmd=_script(tmp_path, GRANDPARENT) + f" {marker} sleep", sandbox=sandbox)
+    try:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(2):
+                await agent.act(TEXT_TASK, [])
+        assert _gone(marker)
+    finally:
+        for pid in _alive(marker):
+            os.kill(int(pid), 9)
+
+
+async def test_the_runner_timeout_leaves_no_process(tmp_path, request):
+    from iba.run.runner import RunConfig, run_one
+
+    marker = _marker(request)
+    agent = _agent(tmp_path, cmd=_script(tmp_path, GRANDPARENT) + f" {marker} sleep")
+    try:
+        rec = await run_one(agent, "external", TEXT_TASK, [], dataset="d", model="m", trial=0,
+                            cfg=RunConfig(agents=["external"], timeout_s=2))
+        assert rec.status == "errored" and "longer than 2s" in rec.error
+        assert _gone(marker)
+    finally:
+        for pid in _alive(marker):
+            os.kill(int(pid), 9)
+
+
+# ---------------------------------------------------------------- reply cap
+
+BIG = "import json,sys; json.load(sys.stdin); sys.stdout.write(json.dumps({'kind':'generate','text':'x'*int(sys.argv[1])}))"
+
+
+async def test_a_reply_over_the_cap_fails_the_record(tmp_path):
+    from iba.run.runner import RunConfig, run_one
+
+    cmd = _script(tmp_path, BIG)
+    with pytest.raises(AgentError, match=r"more than 1 MB \(max_reply_mb=1\)"):
+        await _agent(tmp_path, cmd=f"{cmd} 1500000", max_reply_mb="1").act(TEXT_TASK, [])
+    # the default cap (4 MB) stops the issue's 60 MB reply; the record is failed with the reason
+    rec = await run_one(_agent(tmp_path, cmd=f"{cmd} 60000000"), "external", TEXT_TASK, [], dataset="d", model="m",
+                        trial=0, cfg=RunConfig(agents=["external"]))
+    assert rec.status == "failed" and rec.action is None and "max_reply_mb=4" in rec.error
+    # under the cap: kept whole
+    action = await _agent(tmp_path, cmd=f"{cmd} 1500000", max_reply_mb="2").act(TEXT_TASK, [])
+    assert len(action.text) == 1_500_000
+
+
+@pytest.fixture
+def big_server():
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.dumps({"kind": "generate", "text": "y" * 3_000_000}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, *a):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/act"
+    server.shutdown()
+
+
+async def test_an_http_reply_over_the_cap_fails(tmp_path, big_server):
+    with pytest.raises(AgentError, match=r"more than 1 MB"):
+        await _agent(tmp_path, url=big_server, max_reply_mb="1").act(TEXT_TASK, [])
+    assert len((await _agent(tmp_path, url=big_server).act(TEXT_TASK, [])).text) == 3_000_000
+
+
+def test_options_are_checked(tmp_path):
+    for opts, match in [({"cmd": "x", "max_reply_mb": "0"}, "max_reply_mb=0: must be > 0"),
+                        ({"cmd": "x", "timeout": "inf"}, "timeout=inf: must be a finite number"),
+                        ({"cmd": "x", "sandbox": "docker"}, "option sandbox=docker"),
+                        ({"url": "http://x", "network": "true"}, "apply to cmd= agents"),
+                        ({"cmd": "x", "ro": str(tmp_path / "missing")}, "does not exist")]:
+        if "ro" in opts and __import__("iba.agents.sandbox", fromlist=["x"]).unavailable():
+            continue  # ro= is a sandbox option
+        with pytest.raises(ValueError, match=match):
+            _agent(tmp_path, **opts)

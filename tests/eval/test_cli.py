@@ -70,3 +70,71 @@ def test_is_installed_reads_the_real_packages():
     assert is_installed("smollm2-135m")  # installed by `make install`
     with pytest.raises(KeyError):
         is_installed("no-such-model")
+
+
+# ---------------------------------------------------------------- judge faults, --rescore, bad input
+
+
+def _scripted_judges(monkeypatch, state: dict):
+    """`iba score --judges J` gets a scripted judge: down (every call an LLMError) while
+    state["down"], else passing every checkpoint with state["passed"]."""
+    import iba.run.run_cmd as run_cmd
+    from iba.llm.base import LLMError
+    from tests.fakes import ScriptedBackend
+
+    def reply(messages, kwargs):
+        if state["down"]:
+            return LLMError("J: request failed after 4 attempts (server_error, HTTP 503)")
+        return {"passed": state["passed"], "rationale": "r"}
+
+    monkeypatch.setattr(run_cmd, "backend_from_args", lambda model, args, judge=False: ScriptedBackend(reply, model_id=model))
+
+
+def _judge_scores(store) -> list:
+    with Store(store) as s:
+        return sorted((r.run_key, r.score, r.errored) for r in s.scores() if r.scorer == "judge:scripted:J")
+
+
+def test_score_rejudges_faults_until_none_remain_and_rescores_on_purpose(tmp_path, monkeypatch, capsys):
+    state = {"down": True, "passed": True}
+    _scripted_judges(monkeypatch, state)
+    ds, store = runs_only_store(tmp_path)
+    args = ["score", str(store), "--dataset", str(ds), "--judges", "scripted:J", "--quiet"]
+    assert main(args) == 1  # the judge's server is down: not a result
+    err = capsys.readouterr().err
+    assert "have judge calls that failed" in err
+    faulted = _judge_scores(store)
+    assert faulted and all(score is None and errored for _, score, errored in faulted)
+    assert main(args) == 1  # still down: still owed, and said again
+    capsys.readouterr()
+    state["down"] = False
+    assert main(args) == 0  # back up: the same command judges them
+    judged = _judge_scores(store)
+    assert [k for k, _, _ in judged] == [k for k, _, _ in faulted]  # the same records, replaced
+    assert all(score == 1.0 and not errored for _, score, errored in judged)
+    assert main(args) == 0 and "0 new score records" in capsys.readouterr().out  # nothing left
+    # --rescore judges again on purpose (a new prompt, a fixed server) and replaces
+    state["passed"] = False
+    assert main(args + ["--rescore"]) == 0
+    assert "recomputed score records" in capsys.readouterr().out
+    assert all(score == 0.0 for _, score, _ in _judge_scores(store))
+
+
+def test_score_bad_input_is_a_one_line_error(tmp_path, capsys):
+    import pytest
+
+    ds, store = runs_only_store(tmp_path)
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    assert main(["score", str(folder), "--dataset", str(ds), "--judges", "none"]) == 2  # was a StoreError traceback
+    assert "is a folder, not a result store" in capsys.readouterr().err
+    empty = tmp_path / "empty.sqlite"
+    Store(empty).close()
+    assert main(["score", str(empty), "--dataset", str(ds), "--judges", "none"]) == 2
+    assert "nothing to score" in capsys.readouterr().err
+    assert main(["score", str(store), "--dataset", str(ds), "--judges", "none", "--run", "nope"]) == 2
+    assert "no run named nope" in capsys.readouterr().err
+    for flag in ("--judge-repeats", "--concurrency"):
+        with pytest.raises(SystemExit) as e:
+            main(["score", str(store), "--dataset", str(ds), flag, "0"])
+        assert e.value.code == 2 and f"argument {flag}: must be >= 1, got 0" in capsys.readouterr().err

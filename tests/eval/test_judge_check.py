@@ -132,3 +132,39 @@ async def test_real_1p5b_judge_fails_known_violations(coder_1p5b_backend):
     scored_violations = [o for o in r.outcomes if not o.expected and o.passed is not None]
     assert scored_violations, "the judge scored none of the known violations"
     assert any(o.passed is False for o in scored_violations), f"passed every known violation: {r.model_dump_json()}"
+
+
+@pytest.mark.parametrize("reply, message", [
+    (lambda m, k: __import__("iba.llm.base", fromlist=["x"]).LLMError("x: request failed (connection)"),
+     "6 of 6 judge calls failed; nothing saved"),
+    (lambda m, k: "no json here", "the judge scored none of the 6 cases; nothing saved"),
+])
+def test_cli_with_no_scored_case_fails_and_saves_nothing(tmp_path, monkeypatch, capsys, reply, message):
+    from iba import cli
+    import iba.run.run_cmd as run_cmd
+
+    monkeypatch.setattr(run_cmd, "backend_from_args", lambda model, args, judge=False: ScriptedBackend(reply, model_id=model))
+    rc = cli.main(["judge-check", "scripted:x", "--n", "6", "--quiet", "--store", str(tmp_path / "s.sqlite")])
+    assert rc == 1
+    assert message in capsys.readouterr().err
+    with Store(tmp_path / "s.sqlite") as s:
+        assert s.judge_checks() == []
+
+
+def test_cli_with_some_failed_calls_saves_nothing(tmp_path, monkeypatch, capsys):
+    from iba import cli
+    import iba.run.run_cmd as run_cmd
+    from iba.llm.base import LLMError
+
+    calls = []
+
+    def reply(m, k):  # the first case's call fails, and so does its one retry; the others are judged
+        calls.append(1)
+        return LLMError("x: 503") if len(calls) <= 2 else {"passed": True, "rationale": "r"}
+
+    monkeypatch.setattr(run_cmd, "backend_from_args", lambda model, args, judge=False: ScriptedBackend(reply, model_id=model))
+    rc = cli.main(["judge-check", "scripted:x", "--n", "6", "--quiet", "--concurrency", "1", "--store", str(tmp_path / "s.sqlite")])
+    out = capsys.readouterr()
+    assert rc == 1 and "1 of 6 judge calls failed; nothing saved" in out.err and "(1 judge calls failed)" in out.out
+    with Store(tmp_path / "s.sqlite") as s:
+        assert s.judge_checks() == []

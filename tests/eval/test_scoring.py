@@ -105,3 +105,84 @@ async def test_unparseable_judge_makes_the_instance_unscored_not_zero():
     j = next(r for r in out if r.scorer == "judge:bad")
     assert j.score is None and [v.passed for v in j.verdicts] == [None, None]
     assert j.usage.llm_calls == 4  # two checkpoints, each tried twice
+
+
+# ---------------------------------------------------------------- judge faults (infrastructure)
+
+
+def flaky(model_id: str, down: set[str]):
+    """A judge whose calls fail (LLMError, as after the client's retries) while the requirement
+    text of a checkpoint in `down` is in the prompt; `down` may change between calls."""
+    from iba.llm.base import LLMError
+
+    def reply(messages, kwargs):
+        text = " ".join(m["content"] for m in messages)
+        if any(d in text for d in down):
+            return LLMError(f"{model_id}: request failed after 4 attempts (server_error, HTTP 503)")
+        return {"passed": True, "rationale": "ok"}
+
+    return ScriptedBackend(reply, model_id=model_id)
+
+
+ALL = {c.expected for c in KEY.checkpoints}
+
+
+async def test_a_judge_outage_is_errored_not_a_verdict_and_is_judged_again(tmp_path):
+    down = set(ALL)
+    j = flaky("J", down)
+    with Store(tmp_path / "s.sqlite") as store:
+        [rec] = [r for r in await score_record(record(action=GEN), KEY, judges=[j], store=store) if r.scorer == "judge:J"]
+        assert rec.errored and rec.score is None
+        assert [(v.passed, v.errored) for v in rec.verdicts] == [(None, True), (None, True)]
+        assert "judge call failed again" in rec.verdicts[0].rationale
+        assert store.score_errored("rk1", "judge:J") is True and store.count_errored(["rk1"]) == (0, 1)
+        # the same outage on a rerun: asked again (not skipped as "already stored"), still errored
+        n = len(j.calls)
+        await score_record(record(action=GEN), KEY, judges=[j], store=store)
+        assert len(j.calls) > n and store.count_errored(["rk1"]) == (0, 1)
+        # the server is back: judged, stored in place of the errored record, and final
+        down.clear()
+        [rec] = [r for r in await score_record(record(action=GEN), KEY, judges=[j], store=store) if r.scorer == "judge:J"]
+        assert not rec.errored and rec.score == 1.0
+        assert [s.score for s in store.scores() if s.scorer == "judge:J"] == [1.0]  # one row, replaced
+        assert store.count_errored(["rk1"]) == (0, 0)
+        n = len(j.calls)
+        assert await score_record(record(action=GEN), KEY, judges=[j], store=store) == []
+        assert len(j.calls) == n
+
+
+async def test_only_the_failed_verdicts_are_judged_again(tmp_path):
+    depth = KEY.checkpoints[1].expected
+    down = {depth}
+    j = flaky("J", down)
+    with Store(tmp_path / "s.sqlite") as store:
+        [rec] = [r for r in await score_record(record(action=GEN), KEY, judges=[j], store=store) if r.scorer == "judge:J"]
+        assert [(v.target, v.passed, v.errored) for v in rec.verdicts] == [("c-table", True, False), ("c-depth", None, True)]
+        assert rec.score is None  # a pass with a hole has no score until the hole is judged
+        down.clear()
+        n = len(j.calls)
+        [rec] = await score_record(record(action=GEN), KEY, judges=[j], store=store)
+        assert len(j.calls) == n + 1 and depth in " ".join(m["content"] for m in j.calls[-1][0])
+        assert [(v.target, v.passed, v.errored) for v in rec.verdicts] == [("c-table", True, False), ("c-depth", True, False)]
+        assert rec.score == 1.0
+
+
+async def test_an_unparseable_reply_stays_unscored_and_is_not_asked_again(tmp_path):
+    bad = ScriptedBackend(lambda m, k: "not json", model_id="bad")
+    with Store(tmp_path / "s.sqlite") as store:
+        [rec] = [r for r in await score_record(record(action=GEN), KEY, judges=[bad], store=store) if r.scorer == "judge:bad"]
+        assert rec.score is None and not rec.errored and not any(v.errored for v in rec.verdicts)
+        n = len(bad.calls)
+        assert await score_record(record(action=GEN), KEY, judges=[bad], store=store) == []
+        assert len(bad.calls) == n and store.count_errored(["rk1"]) == (0, 0)
+
+
+async def test_rescore_replaces_what_is_stored(tmp_path):
+    with Store(tmp_path / "s.sqlite") as store:
+        await score_record(record(action=GEN), KEY, judges=[judge("A", passed=True)], store=store)
+        assert [s.score for s in store.scores() if s.scorer == "judge:A"] == [1.0]
+        again = judge("A", passed=False)  # e.g. a new judge prompt
+        assert await score_record(record(action=GEN), KEY, judges=[again], store=store) == []  # not without asking
+        recs = await score_record(record(action=GEN), KEY, judges=[again], store=store, rescore=True)
+        assert {r.scorer for r in recs} == {"judge:A", "verifiers"}
+        assert [s.score for s in store.scores() if s.scorer == "judge:A"] == [0.0]

@@ -102,6 +102,17 @@ def test_bad_numeric_options(root, option, value, message):
     ("rag?k=1&k=2", "agent rag: option 'k' given twice"),
     ("external", "agent external: give exactly one of cmd=... or url=..."),
     ("nope", "unknown agent 'nope'; choose from: direct, external, iba, iba-fc, rag"),
+    # counts are >= 1 (k=0 used to run "ok" with no retrieval at all)
+    ("rag?k=0", "agent rag: option k=0: must be >= 1"),
+    ("rag?k=-5", "agent rag: option k=-5: must be >= 1"),
+    ("rag?overlap=256", "agent rag: option overlap=256 must be below size=256"),
+    ("iba?k=0", "agent iba: option k=0: must be >= 1"),
+    ("iba?max_passages=0", "agent iba: option max_passages=0: must be >= 1"),
+    ("iba-fc?max_steps=0", "agent iba-fc: option max_steps=0: must be >= 1"),
+    ("direct?max_tokens=0", "agent direct: option max_tokens=0: must be >= 1"),
+    ("external?cmd=x&max_reply_mb=0", "agent external: option max_reply_mb=0: must be > 0"),
+    ("external?cmd=x&env=A&env=B", "agent external: option 'env' given twice"),
+    ("rag?env=x", "agent rag: unknown option 'env'"),  # was a TypeError traceback (env is the constructor's)
 ])
 def test_bad_agent_specs(root, spec, message):
     out = run(root, "--agent", "direct", "--agent", spec)  # the bad one need not come first

@@ -200,3 +200,74 @@ def test_agents_get_the_public_scenario_names(tmp_path):
         _run(ds, store)
     seen = [json.loads(x)["scenarios"] for x in SEEN]
     assert seen and all(s == sorted({t.scenario_name for t in ds.instances}) for s in seen)
+
+
+class OrderAgent(Agent):
+    """Logs when each action starts and ends (to check when the held-back key is read)."""
+
+    name = "order"
+    log: list[tuple[str, str]] = []
+
+    async def act(self, task, history):
+        OrderAgent.log.append(("start", task.instance_id))
+        await asyncio.sleep(0.05)
+        OrderAgent.log.append(("end", task.instance_id))
+        if task.action == "call_api":
+            return Action(kind="call_api", api_name=task.api_name, params={"texture": "soft"})
+        return Action(kind="generate", text="B")
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_held_back_key_is_read_only_after_the_items_agents_finished(tmp_path, monkeypatch, concurrency):
+    registry.register("agents", "order", "tests.run.test_runner:OrderAgent")
+    OrderAgent.log = []
+    root = tiny_dataset(tmp_path / "ds")
+    held = tmp_path / "evaluator" / "answer_key.jsonl"
+    held.parent.mkdir()
+    (root / "answer_key.jsonl").rename(held)
+    ds = Dataset(root, answer_key=held)
+    real = Dataset.answer_key_for
+
+    def logged(self, instance_id):
+        OrderAgent.log.append(("key", instance_id))
+        return real(self, instance_id)
+
+    monkeypatch.setattr(Dataset, "answer_key_for", logged)
+    monkeypatch.setattr(Dataset, "answer_keys", lambda self: pytest.fail("the whole key was loaded"))
+    cfg = RunConfig(agents=["order", "order?x=1"], concurrency=concurrency, progress=False)
+    with Store(tmp_path / "s.sqlite") as store:
+        s = asyncio.run(run_dataset(ds, ScriptedBackend([]), store, cfg, judges=[]))
+        assert s.ok == 4
+        scored = {r.run_key for r in store.scores()}
+    log = OrderAgent.log
+    for i, (event, iid) in enumerate(log):
+        if event == "key":  # both agents' runs of that item have ended before its key is read
+            assert log[:i].count(("end", iid)) == 2
+    assert ("key", "i1") in log and len(scored) == 2  # the call_api runs got slot scores (no judges for i0)
+    assert ds.hidden_paths[-2:] == (str(held.resolve()), str((held.parent / "distractors.jsonl").resolve()))
+
+
+def test_a_stored_record_waits_for_the_held_back_key_until_the_items_new_runs_end(tmp_path, monkeypatch):
+    """Resume: records stored unscored (--no-score, a kill) are scored at plan time, except with a
+    held-back key while the same item still has runs to do in this plan: then after them."""
+    registry.register("agents", "order", "tests.run.test_runner:OrderAgent")
+    root = tiny_dataset(tmp_path / "ds")
+    held = tmp_path / "evaluator" / "answer_key.jsonl"
+    held.parent.mkdir()
+    (root / "answer_key.jsonl").rename(held)
+    real = Dataset.answer_key_for
+    monkeypatch.setattr(Dataset, "answer_key_for",
+                        lambda self, iid: OrderAgent.log.append(("key", iid)) or real(self, iid))
+    with Store(tmp_path / "s.sqlite") as store:
+        OrderAgent.log = []
+        asyncio.run(run_dataset(Dataset(root, answer_key=held), ScriptedBackend([]), store,
+                                RunConfig(agents=["order"], score=False, progress=False)))
+        assert not any(e == "key" for e, _ in OrderAgent.log) and list(store.scores()) == []
+        OrderAgent.log = []
+        asyncio.run(run_dataset(Dataset(root, answer_key=held), ScriptedBackend([]), store,
+                                RunConfig(agents=["order", "order?x=1"], progress=False)))
+        log = OrderAgent.log
+        reads = [(i, iid) for i, (e, iid) in enumerate(log) if e == "key"]
+        assert {iid for _, iid in reads} == {"i0", "i1"}
+        assert all(("end", iid) in log[:i] for i, iid in reads)  # each item's new run came first
+        assert len([s for s in store.scores() if s.scorer == "slots"]) == 2  # and both records were scored

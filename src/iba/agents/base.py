@@ -7,6 +7,7 @@ The answer key never passes through here; tests/run/test_runner.py::test_agent_n
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,6 @@ class AgentEnv:
     # the public scenario names of the benchmark's tasks (TaskView.scenario_name), for Deep Retrieval's
     # scenario contrast (iba?contrast=true); empty when the caller does not know them
     scenarios: tuple[str, ...] = ()
-    # files no agent may ever see (the answer key and distractor labels wherever they are kept): an
-    # external agent's sandbox refuses to show a folder that holds one
-    hidden: tuple[str, ...] = ()
 
 
 class Agent(ABC):
@@ -39,13 +37,19 @@ class Agent(ABC):
 
     name: str = "agent"
 
-    def __init__(self, env: AgentEnv, **options: Any) -> None:
+    def __init__(self, env: AgentEnv, /, **options: Any) -> None:
         self.env = env
         self.options = options
 
     @abstractmethod
     async def act(self, task: TaskView, history: list[Turn]) -> Action:
         """Produce the final action. Record every step in `Action.trace`."""
+
+    def hide(self, paths: Sequence[str]) -> None:
+        """The evaluator's files (answer key, distractor labels) this agent must never be shown;
+        ValueError if its configuration would show one. In-process agents open no files by path;
+        an agent that starts another program (external) keeps them out of its sandbox. The runner
+        calls this, so the paths never reach the agent's AgentEnv."""
 
 
 def parse_agent_spec(spec: str) -> tuple[str, dict[str, str]]:

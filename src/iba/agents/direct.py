@@ -44,7 +44,7 @@ def fit_history(items: Sequence[T], budget: int, count: Callable[[str], int],
 class DirectAgent(Agent):
     name = "direct"
 
-    def __init__(self, env: AgentEnv, **options: str) -> None:
+    def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)
         self.opts: DirectOptions = parse_options(DirectOptions, options, self.name)
 

@@ -34,7 +34,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from typing import Literal
@@ -161,6 +161,14 @@ def _note_once(message: str) -> None:
         log.warning("note: %s", message)
 
 
+async def _exit_of(proc: asyncio.subprocess.Process) -> None:
+    """Return once the command itself has exited. Not Process.wait(): on Python 3.11 that also
+    waits for its pipes to close, which a child it left behind holding stdout delays forever;
+    the return code is set as soon as the command exits."""
+    while proc.returncode is None:
+        await asyncio.sleep(0.02)
+
+
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
     """SIGKILL the command's whole process group (it leads its own session): the children and
     grandchildren it started die with it, and none keeps our pipes open."""
@@ -173,7 +181,7 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 class ExternalAgent(Agent):
     name = "external"
 
-    def __init__(self, env: AgentEnv, **options: str) -> None:
+    def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)
         self.opts: ExternalOptions = parse_options(ExternalOptions, options, self.name)
         # "bwrap" or "none" for a command iba starts (RunRecord.sandbox); None for a url= agent
@@ -182,6 +190,14 @@ class ExternalAgent(Agent):
         self._binds: list[str] = []
         if self.opts.cmd is not None:
             self._setup_command()
+        self.hide(())  # a folder holding a dataset's hidden files is refused even when no path is named
+
+    def hide(self, paths: Sequence[str]) -> None:
+        if self.sandbox == "bwrap":
+            try:
+                sandbox.check_binds(self._binds, paths)
+            except sandbox.SandboxError as e:
+                raise ValueError(f"agent external: {e}") from None
 
     def _setup_command(self) -> None:
         try:
@@ -209,10 +225,6 @@ class ExternalAgent(Agent):
         if missing:
             raise ValueError(f"agent external: option ro={self.opts.ro}: {missing[0]} does not exist")
         self._binds = sandbox.command_paths(self._argv, extra)
-        try:
-            sandbox.check_binds(self._binds, self.env.hidden)
-        except sandbox.SandboxError as e:
-            raise ValueError(f"agent external: {e}") from None
 
     async def act(self, task: TaskView, history: list[Turn]) -> Action:
         check_task(task)
@@ -283,6 +295,7 @@ class ExternalAgent(Agent):
         where = f"external command {self.opts.cmd!r}"
         out, err = bytearray(), bytearray()
         cap = self._cap
+        over = False
         assert proc.stdin and proc.stdout and proc.stderr
 
         async def feed() -> None:
@@ -295,10 +308,15 @@ class ExternalAgent(Agent):
                 proc.stdin.close()  # type: ignore[union-attr]
 
         async def read_out() -> None:
+            nonlocal over
             while chunk := await proc.stdout.read(1 << 16):  # type: ignore[union-attr]
+                if over:
+                    continue  # read to the end (the pipe closes as the group dies), keep nothing
                 out.extend(chunk)
                 if len(out) > cap:
-                    raise self._too_large(where)
+                    over = True
+                    out.clear()
+                    _kill_group(proc)  # no use waiting for the rest
 
         async def read_err() -> None:
             while chunk := await proc.stderr.read(1 << 16):  # type: ignore[union-attr]
@@ -306,15 +324,11 @@ class ExternalAgent(Agent):
                 del err[:-4 * TAIL]  # only the tail is ever quoted
 
         tasks = [asyncio.ensure_future(f()) for f in (feed, read_out, read_err)]
-        reader = tasks[1]
-        waiter = asyncio.ensure_future(proc.wait())
+        waiter = asyncio.ensure_future(_exit_of(proc))
         try:
             try:
                 async with asyncio.timeout(self.opts.timeout):
-                    await asyncio.wait([waiter, reader], return_when=asyncio.FIRST_COMPLETED)
-                    if reader.done() and reader.exception() is not None:
-                        raise reader.exception()  # type: ignore[misc]
-                    await waiter  # stdout closed early: the reply ends when the command exits
+                    await waiter  # the reply ends when the command exits (or is killed for its size)
             except TimeoutError:
                 raise AgentUnavailable(f"{where} timed out after {self.opts.timeout:g}s") from None
         finally:
@@ -329,10 +343,10 @@ class ExternalAgent(Agent):
             for t in done:
                 if not t.cancelled():
                     t.exception()  # retrieved: a broken pipe after the kill is no news
-            if proc.returncode is None:
-                await proc.wait()
-        if reader.done() and not reader.cancelled() and isinstance(reader.exception(), ReplyTooLarge):
-            raise reader.exception()  # type: ignore[misc]
+            if proc.returncode is None:  # killed above: its status follows at once
+                await asyncio.wait_for(_exit_of(proc), PIPE_GRACE_S)
+        if over:
+            raise self._too_large(where)
         return bytes(out), bytes(err)
 
     async def _post(self, payload: bytes) -> bytes:

@@ -24,7 +24,7 @@ from iba.types import Action, TaskView, Turn
 class IBAAgent(Agent):
     name = "iba"
 
-    def __init__(self, env: AgentEnv, **options: str) -> None:
+    def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)
         self.opts: IBAOptions = parse_options(IBAOptions, options, self.name)
 

@@ -108,7 +108,7 @@ def _preview(passages) -> str:
 class IBAFunctionCallingAgent(Agent):
     name = "iba-fc"
 
-    def __init__(self, env: AgentEnv, **options: str) -> None:
+    def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)
         self.opts: FCOptions = parse_options(FCOptions, options, self.name)
 

@@ -39,7 +39,7 @@ async def load_index(env: AgentEnv, history: list[Turn], unit: Unit, size: int, 
 class RagAgent(Agent):
     name = "rag"
 
-    def __init__(self, env: AgentEnv, **options: str) -> None:
+    def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)
         self.opts: RagOptions = parse_options(RagOptions, options, self.name)
 

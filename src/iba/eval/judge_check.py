@@ -68,6 +68,7 @@ class CaseOutcome(BaseModel):
     expected: bool
     passed: bool | None
     rationale: str = ""
+    errored: bool = False  # the judge call failed (infrastructure), not the judge's answer
 
 
 class JudgeCheckResult(BaseModel):
@@ -77,6 +78,7 @@ class JudgeCheckResult(BaseModel):
     n_compliant: int
     scored: int
     unscored: int
+    errored: int = 0  # of the unscored: judge calls that failed (a check with any is not saved)
     accuracy: float | None  # over scored cases
     violation_pass_rate: float | None  # passes among scored known violations (false-pass rate)
     compliant_pass_rate: float | None  # passes among scored compliant cases
@@ -260,7 +262,7 @@ async def judge_check(
     async def one(c: JudgeCase) -> tuple[CaseOutcome, Usage]:
         async with sem:
             v, u = await judge_checkpoint(backend, c.response, c.checkpoint, settings=settings)
-        out = CaseOutcome(id=c.id, expected=c.expected, passed=v.passed, rationale=v.rationale)
+        out = CaseOutcome(id=c.id, expected=c.expected, passed=v.passed, rationale=v.rationale, errored=v.errored)
         if on_case:
             on_case(out)
         return out, u
@@ -274,7 +276,7 @@ async def judge_check(
     return JudgeCheckResult(
         judge=backend.model_id, n=len(cases),
         n_violations=sum(not c.expected for c in cases), n_compliant=sum(c.expected for c in cases),
-        scored=len(scored), unscored=len(outcomes) - len(scored),
+        scored=len(scored), unscored=len(outcomes) - len(scored), errored=sum(o.errored for o in outcomes),
         accuracy=_rate([o.passed == o.expected for o in scored]),
         violation_pass_rate=_rate([bool(o.passed) for o in scored if not o.expected]),
         compliant_pass_rate=_rate([bool(o.passed) for o in scored if o.expected]),
@@ -297,7 +299,7 @@ def format_result(r: JudgeCheckResult) -> str:
                                                                        if r.passes_violations else "")),
         ("pass rate on compliant cases", pct(r.compliant_pass_rate) + ("  <- WARNING: fails compliant responses"
                                                                     if r.fails_compliant else "")),
-        ("unscored", str(r.unscored)),
+        ("unscored", str(r.unscored) + (f" ({r.errored} judge calls failed)" if r.errored else "")),
         ("prompt", f"{r.prompt_template} {r.prompt_hash}"),
         ("case set", r.case_set_hash),
         ("wall", f"{r.wall_s:.1f}s, {r.usage.llm_calls} LLM calls"),

@@ -57,6 +57,14 @@ def main(args: argparse.Namespace) -> int:
         print(result.model_dump_json(indent=2))
     else:
         print(format_result(result))
+    # a calibration over failed calls would stand beside every report as if it were the judge's
+    # own: with nothing scored, or any call lost to the infrastructure, nothing is saved
+    if result.scored == 0 or result.errored:
+        why = (f"{result.errored} of {result.n} judge calls failed" if result.errored
+               else f"the judge scored none of the {result.n} cases")
+        print(f"error: {why}; nothing saved" + ("; rerun once the judge's server answers" if result.errored else ""),
+              file=sys.stderr)
+        return 1
     if args.store is not None:
         from iba.run.store import Store
 

@@ -33,6 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", type=Path, help="result store written by `iba run` (SQLite)")
     p.add_argument("--dataset", action="append", type=Path, default=[], dest="datasets", metavar="DIR",
                    help="dataset directory of the runs (repeatable); needed for the analyses and the drill-down")
+    p.add_argument("--answer-key", action="append", type=Path, default=None, dest="answer_keys", metavar="PATH",
+                   help="a held-back answer key (as `iba run --answer-key`), one per --dataset in the same order")
     p.add_argument("--run", action="append", dest="runs", metavar="NAME", help="only this run name (repeatable; default: all)")
     p.add_argument("--out", type=out_folder, required=True, help="output folder")
     p.add_argument("--judges", default=None,
@@ -45,6 +47,7 @@ def build_report(
     out_dir: str | Path,
     runs: Sequence[str] | None = None,
     judges: Sequence[str] | None = None,
+    answer_keys: Sequence[str | Path] | None = None,
 ) -> Path:
     """Write every table, figure and the HTML page for the stored runs; returns the HTML path."""
     from iba.report import analyses, plots, tables
@@ -54,7 +57,7 @@ def build_report(
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = load_report_data(store_path, dataset_dirs, runs=runs, judges=judges)
+    data = load_report_data(store_path, dataset_dirs, runs=runs, judges=judges, answer_keys=answer_keys)
 
     all_tables = tables.all_tables(data)
     agreement = analyses.agreement_table(data)
@@ -108,7 +111,12 @@ def build_report(
     # when the judge passes known violations, was never checked, or also ran as an agent model
     notes = judge_notes(store_path, data.judge_scorers(), sorted({r.model for r in data.runs}))
     atomic_write_text(out / "judges.md", "### Judges\n\n" + ("\n".join(f"- {n}" for n in notes) or "No LLM judges.") + "\n")
-    md = ["# IBA report", ""] + [t.to_markdown() for t in all_tables]
+    md = ["# IBA report", ""]
+    sandbox = sandbox_note(data.runs + data.qa_runs)
+    if any(r.sandbox == "none" for r in data.runs + data.qa_runs):
+        md += [f"**Warning:** {sandbox}.", ""]
+        print(f"warning: {sandbox}", file=sys.stderr)
+    md += [t.to_markdown() for t in all_tables]
     md += ["### Judges", ""] + [f"- {n}" for n in notes] + [""]
     md += [f"![{caption}]({name})\n" for name, caption, _ in figures]
     atomic_write_text(out / "report.md", "\n".join(md))
@@ -122,6 +130,7 @@ def build_report(
         "judges": ", ".join(j.removeprefix("judge:") for j in data.judge_scorers()) or "(none)",
         "task runs": f"{len(data.runs)} ({n_failed} failed by the agent, scored 0; "
                      f"{sum(r.status == 'errored' for r in data.runs)} errored, unscored)",
+        "sandbox": sandbox,
         "QA runs": len(data.qa_runs),
         "instances unscored": f"{n_unscored} of {len(data.all_instances)}",
         "compared": data.left_out_note(),
@@ -132,6 +141,18 @@ def build_report(
     html = out / "report.html"
     atomic_write_text(html, render_page(data, all_tables, figures, title="IBA report", summary=summary))
     return html
+
+
+def sandbox_note(runs: Sequence) -> str:
+    """How the third-party commands among the runs were isolated (RunRecord.sandbox)."""
+    started = [r for r in runs if r.sandbox is not None]
+    if not started:
+        return "no third-party command was run (built-in or url= agents only)"
+    loose = sum(r.sandbox == "none" for r in started)
+    if not loose:
+        return f"all {len(started)} runs of third-party commands ran in the bubblewrap sandbox"
+    return (f"{loose} of {len(started)} runs of third-party commands ran UNSANDBOXED (they could read the answer "
+            "key); their rows are marked [unsandboxed]")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -151,8 +172,13 @@ def main(args: argparse.Namespace) -> int:
             print(f"error: no run named {', '.join(unknown)} in {args.store}; runs: {', '.join(known) or '(none)'}",
                   file=sys.stderr)
             return 2
+    if args.answer_keys is not None and len(args.answer_keys) != len(args.datasets):
+        print(f"error: argument --answer-key: give one per --dataset, in the same order "
+              f"({len(args.answer_keys)} for {len(args.datasets)})", file=sys.stderr)
+        return 2
     try:
-        html = build_report(args.store, args.datasets, args.out, runs=args.runs, judges=judges)
+        html = build_report(args.store, args.datasets, args.out, runs=args.runs, judges=judges,
+                            answer_keys=args.answer_keys)
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -43,11 +43,15 @@ class RowKey:
     agent: str
     model: str
     run: str = ""
+    # some of its records ran a third-party command without a sandbox (RunRecord.sandbox "none"):
+    # said in the label of every table, not part of the row's identity
+    unsandboxed: bool = field(default=False, compare=False)
 
     @property
     def label(self) -> str:
         base = f"{self.agent} ({self.model})"
-        return f"{self.run}: {base}" if self.run else base
+        base = f"{self.run}: {base}" if self.run else base
+        return f"{base} [unsandboxed]" if self.unsandboxed else base
 
 
 @dataclass
@@ -92,10 +96,13 @@ class ReportData:
         runs_per_pair: dict[tuple[str, str], set[str]] = defaultdict(set)
         for r in self.runs + self.qa_runs:
             runs_per_pair[(r.agent, r.model)].add(r.run)
-        return {
-            r.key: RowKey(r.agent, r.model, r.run if len(runs_per_pair[(r.agent, r.model)]) > 1 else "")
-            for r in self.runs + self.qa_runs
-        }
+
+        def run_of(r: RunRecord) -> str:
+            return r.run if len(runs_per_pair[(r.agent, r.model)]) > 1 else ""
+
+        unsandboxed = {(r.agent, r.model, run_of(r)) for r in self.runs + self.qa_runs if r.sandbox == "none"}
+        return {r.key: RowKey(r.agent, r.model, run_of(r), (r.agent, r.model, run_of(r)) in unsandboxed)
+                for r in self.runs + self.qa_runs}
 
     @cached_property
     def rows(self) -> list[RowKey]:
@@ -141,8 +148,9 @@ class ReportData:
     @cached_property
     def left_out(self) -> list[dict]:
         """One dict per (row, instance) outside the comparison, with why: 'errored' (an
-        infrastructure fault), 'unscored' (no judge verdict could be read, or no scorer), 'not run'
-        by this row, or 'another row' (this row scored it, some other row did not)."""
+        infrastructure fault), 'judge errored' (a judge call failed: the next `iba run` or `iba
+        score` judges it again), 'unscored' (no judge verdict could be read, or no scorer), 'not
+        run' by this row, or 'another row' (this row scored it, some other row did not)."""
         kept = {(i.dataset, i.instance_id) for i in self.compared}
         have = {(i.row, i.dataset, i.instance_id): i for i in self.all_instances}
         ids = sorted({(i.dataset, i.instance_id) for i in self.all_instances} - kept)
@@ -154,6 +162,8 @@ class ReportData:
                     why = "not run"
                 elif any(r.status == "errored" for r in inst.trials):
                     why = "errored"
+                elif inst.score(self.judges) is None and any(s.errored for v in inst.scores.values() for s in v):
+                    why = "judge errored"
                 elif inst.score(self.judges) is None:
                     why = "unscored"
                 else:
@@ -198,7 +208,9 @@ def load_report_data(
     dataset_dirs: Sequence[str | Path] = (),
     runs: Sequence[str] | None = None,
     judges: Sequence[str] | None = None,
+    answer_keys: Sequence[str | Path] | None = None,
 ) -> ReportData:
+    """`answer_keys`: held-back keys (`iba run --answer-key`), one per dataset directory, in order."""
     with Store(store_path) as store:
         names = list(runs) if runs else store.run_names()
         records = [r for name in names for r in store.runs(name)]
@@ -212,8 +224,8 @@ def load_report_data(
     order, short = domain_names()
     data = ReportData(task_runs, qa_runs, dict(scores), judges=list(judges) if judges else None,
                       domain_order=order, domain_short=short)
-    for d in dataset_dirs:
-        ds = Dataset(d)
+    for i, d in enumerate(dataset_dirs):
+        ds = Dataset(d, answer_key=answer_keys[i] if answer_keys else None)
         did = dataset_id(ds)
         data.datasets[did] = ds
         for iid, key in ds.answer_keys().items():

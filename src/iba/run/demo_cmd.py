@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from iba.argtypes import out_folder, positive_int
-from iba.run.run_cmd import add_backend_arguments, backend_from_args, judge_backends
+from iba.run.run_cmd import add_backend_arguments, backend_from_args, debt_status, judge_backends
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -63,4 +63,4 @@ def main(args: argparse.Namespace) -> int:
         print(table.read_text(encoding="utf-8"))
     print(f"done in {time.perf_counter() - t0:.0f}s. Report: {html}")
     print("Note: the small offline model is for trying the pipeline, not for headline numbers.")
-    return 0
+    return debt_status(summary)  # 1 while errored records or judge calls remain, as `iba run`

@@ -35,6 +35,7 @@ from iba.run.runner import (
     RunSummary,
     WorkItem,
     claim_ttl,
+    elsewhere,
     errored_record,
     finish,
     hidden_paths,
@@ -130,8 +131,8 @@ class RayWorker:
     def _agent(self, spec: str, trial: int) -> Agent:
         if (spec, trial) not in self.agents:
             env = AgentEnv(backend=self.backend, cache_dir=self.cfg.cache_dir, embedder=self.cfg.embedder,
-                           seed=self.cfg.seed + trial, scenarios=self.ds.scenario_names, hidden=self.cfg.hidden)
-            self.agents[(spec, trial)] = make_agent(spec, env)
+                           seed=self.cfg.seed + trial, scenarios=self.ds.scenario_names)
+            self.agents[(spec, trial)] = make_agent(spec, env, self.cfg.hidden)
         return self.agents[(spec, trial)]
 
     async def run(self, spec: str, task_json: str, trial: int, dataset: str) -> str:
@@ -176,8 +177,8 @@ async def run_dataset_ray(
     # the workers' datasets have no held-back key path: the driver names every hidden file for them
     cfg = dataclasses.replace(cfg, hidden=hidden_paths(ds, cfg))
     for spec in cfg.agents:  # fail fast on a bad agent spec, in the driver, before any worker starts
-        make_agent(spec, AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed,
-                                  hidden=cfg.hidden))
+        make_agent(spec, AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed),
+                   cfg.hidden)
     bar = progress_bar(plan, cfg)
     started = False
     actors: list[Any] = []
@@ -242,14 +243,12 @@ async def _drive(actors: list[Any], plan: Plan, store: Store, cfg: RunConfig, ba
     from ray.exceptions import RayActorError
 
     queue: deque[WorkItem] = deque(plan.todo)
-    summary = plan.summary
 
     async def feed(actor: Any) -> None:
         while queue:
             item = queue.popleft()
             if not store.claim(item.key, claim_ttl(cfg)):  # another process runs it (or just stored it)
-                summary.elsewhere += 1
-                bar.update(1)
+                await elsewhere(plan, item.task.instance_id, store, cfg, bar, judges=judges)
                 continue
             try:
                 try:

@@ -201,8 +201,8 @@ def main(args: argparse.Namespace) -> int:
     # first use), so a bad name or option stops the run before any work, with its message
     for spec in args.agents or ["rag"]:
         try:
-            make_agent(spec, AgentEnv(backend=backend, cache_dir=args.cache_dir, embedder=args.embedder,
-                                      hidden=ds.hidden_paths))
+            make_agent(spec, AgentEnv(backend=backend, cache_dir=args.cache_dir, embedder=args.embedder),
+                       ds.hidden_paths)
         except KeyError as e:  # unknown agent name: the registry lists the known ones
             print(f"error: argument --agent: {e.args[0]}", file=sys.stderr)
             return 2

@@ -52,7 +52,7 @@ class RunConfig:
     embedder: str = "minilm"
     progress: bool = True
     retry_errored: bool = False  # drop this selection's errored records first, so they run again
-    hidden: tuple[str, ...] = ()  # more files no agent may see (AgentEnv.hidden), beside the dataset's own
+    hidden: tuple[str, ...] = ()  # more files no agent may be shown (Agent.hide), beside the dataset's own
 
 
 @dataclass
@@ -97,10 +97,13 @@ def qa_task(task: TaskView, probe: QAProbe) -> TaskView:
     )
 
 
-def make_agent(spec: str, env: AgentEnv) -> Agent:
+def make_agent(spec: str, env: AgentEnv, hidden: Sequence[str] = ()) -> Agent:
+    """The agent of `spec`; `hidden`: the evaluator's files it must never be shown (Agent.hide)."""
     name, options = parse_agent_spec(spec)
     cls = registry.resolve("agents", name)
-    return cls(env, **options)
+    agent = cls(env, **options)
+    agent.hide(hidden)
+    return agent
 
 
 def _usage_of(action: Action | None, steps: Sequence[Any] = ()) -> Usage:
@@ -232,6 +235,24 @@ class Plan:
     keys: Mapping[str, AnswerKey]
     t_start: float
     selection: list[str] = field(default_factory=list)  # every run key of the selection, stored or not
+    # a held-back key is read for an instance only once every agent run of it in this plan has
+    # finished: the runs still to come per instance, and the records waiting for them
+    pending: dict[str, int] = field(default_factory=dict)
+    deferred: dict[str, list[RunRecord]] = field(default_factory=dict)
+
+    def settle(self, instance_id: str, rec: RunRecord | None) -> list[RunRecord]:
+        """One run of `instance_id` is over (`rec` stored by this process, or None: by another);
+        the records to score now: `rec` itself, or, for a held-back key, every record of the
+        instance once its last run is over (none before)."""
+        if instance_id not in self.pending:
+            return [rec] if rec is not None else []
+        self.pending[instance_id] -= 1
+        if rec is not None:
+            self.deferred.setdefault(instance_id, []).append(rec)
+        if self.pending[instance_id] > 0:
+            return []
+        del self.pending[instance_id]
+        return self.deferred.pop(instance_id, [])
 
 
 class KeysOnDemand(Mapping[str, AnswerKey]):
@@ -299,6 +320,10 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
     stored = {k for k in keys_of if store.has_run(k)}
     todo = [WorkItem(*w, key=k) for w, k in zip(work, keys_of) if k not in stored]
     summary.skipped = len(work) - len(todo)
+    plan = Plan(did, model, todo, summary, by_id, keys, t_start, selection=keys_of)
+    if isinstance(keys, KeysOnDemand):
+        for item in todo:
+            plan.pending[item.task.instance_id] = plan.pending.get(item.task.instance_id, 0) + 1
     if cfg.score:
         # Resume never loses scoring: a record stored before all its scores were (a kill between
         # the writes, or an earlier --no-score) gets the missing ones now; score_record computes
@@ -306,10 +331,12 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
         for k in keys_of:
             if k in stored:
                 rec = store.get_run(k)
-                if rec is not None and await score_stored(rec, by_id, keys, store, judges=judges,
-                                                          judge_repeats=cfg.judge_repeats):
+                if rec is not None and rec.instance_id in plan.pending:  # held back: after this run's agents
+                    plan.deferred.setdefault(rec.instance_id, []).append(rec)
+                elif rec is not None and await score_stored(rec, by_id, keys, store, judges=judges,
+                                                            judge_repeats=cfg.judge_repeats):
                     summary.rescored += 1
-    return Plan(did, model, todo, summary, by_id, keys, t_start, selection=keys_of)
+    return plan
 
 
 def claim_ttl(cfg: RunConfig) -> float:
@@ -328,8 +355,7 @@ async def finish(plan: Plan, rec: RunRecord, store: Store, cfg: RunConfig, bar: 
     """Store a finished record, count it in the summary, and score it (if cfg.score)."""
     summary = plan.summary
     if not store.put_run(rec):  # another process stored it first (its claim had expired)
-        summary.elsewhere += 1
-        bar.update(1)
+        await elsewhere(plan, rec.instance_id, store, cfg, bar, judges=judges)
         return
     summary.usage = summary.usage.add(rec.usage)
     if rec.status == "ok":
@@ -341,9 +367,20 @@ async def finish(plan: Plan, rec: RunRecord, store: Store, cfg: RunConfig, bar: 
         summary.errored += 1
         summary.errors.append(f"errored: {rec.instance_id} [{rec.agent}]: {rec.error.splitlines()[0] if rec.error else ''}")
     if cfg.score:
-        await score_stored(rec, plan.tasks, plan.keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
+        for r in plan.settle(rec.instance_id, rec):
+            await score_stored(r, plan.tasks, plan.keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
     bar.update(1)
     bar.set_postfix(ok=summary.ok, failed=summary.failed, errored=summary.errored)
+
+
+async def elsewhere(plan: Plan, instance_id: str, store: Store, cfg: RunConfig, bar: Any, *,
+                    judges: Sequence[Backend] = ()) -> None:
+    """An item another process claimed or stored: counted, and no longer awaited for scoring."""
+    plan.summary.elsewhere += 1
+    if cfg.score:
+        for r in plan.settle(instance_id, None):
+            await score_stored(r, plan.tasks, plan.keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
+    bar.update(1)
 
 
 async def run_dataset(
@@ -365,8 +402,8 @@ async def run_dataset(
     def agent_for(spec: str, trial: int) -> Agent:
         if (spec, trial) not in agents:
             env = AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed + trial,
-                           scenarios=ds.scenario_names, hidden=hidden)
-            agents[(spec, trial)] = make_agent(spec, env)
+                           scenarios=ds.scenario_names)
+            agents[(spec, trial)] = make_agent(spec, env, hidden)
         return agents[(spec, trial)]
 
     for spec in cfg.agents:  # fail fast on a bad agent spec, before any model work
@@ -379,8 +416,7 @@ async def run_dataset(
     async def one(item: WorkItem) -> None:
         async with sem:
             if not store.claim(item.key, claim_ttl(cfg)):  # another process runs it (or just stored it)
-                summary.elsewhere += 1
-                bar.update(1)
+                await elsewhere(plan, item.task.instance_id, store, cfg, bar, judges=judges)
                 return
             try:
                 task = item.task
