@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from iba.agents import sandbox as bwrap
 from iba.agents.base import AgentError
 from iba.agents.external import ExternalAgent, child_argv, child_env
 from tests.agents.helpers import API_TASK, TEXT_TASK, env, small_history
@@ -241,7 +242,7 @@ else:
 """
 
 SANDBOXES = ["none", pytest.param("bwrap", marks=pytest.mark.skipif(
-    __import__("iba.agents.sandbox", fromlist=["x"]).unavailable() is not None, reason="bwrap cannot run here"))]
+    bwrap.unavailable() is not None, reason=f"no sandbox here: {bwrap.unavailable()}"))]
 
 
 def _alive(marker: str) -> list[str]:
@@ -382,7 +383,7 @@ def test_options_are_checked(tmp_path):
                         ({"cmd": "x", "sandbox": "docker"}, "option sandbox=docker"),
                         ({"url": "http://x", "network": "true"}, "apply to cmd= agents"),
                         ({"cmd": "x", "ro": str(tmp_path / "missing")}, "does not exist")]:
-        if "ro" in opts and __import__("iba.agents.sandbox", fromlist=["x"]).unavailable():
-            continue  # ro= is a sandbox option
+        if "ro" in opts and bwrap.unavailable():
+            continue  # ro= paths are checked when the sandbox is set up
         with pytest.raises(ValueError, match=match):
             _agent(tmp_path, **opts)

@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from iba.adapters.prefeval_source import FORMS
-from iba.argtypes import nonnegative_int, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="explicit",
         help="how the preference is revealed: explicit statement, choice among options, or in passing in a persona conversation (default: explicit)",
     )
-    p.add_argument("--filler-turns", type=nonnegative_int, default=300, metavar="N", help="filler messages per history (default: 300)")
+    p.add_argument("--filler-turns", type=int, default=300, metavar="N", help="filler messages per history (default: 300)")
     p.add_argument(
         "--position",
         choices=("start", "middle", "random"),
@@ -42,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where the preference session sits among the filler (default: start, as far from the question as possible)",
     )
     p.add_argument("--seed", type=int, default=42, help="seed for filler order, position and MCQ option order (default: 42)")
-    p.add_argument("--limit", type=positive_int, default=None, metavar="N", help="only the first N items of each topic (quick runs)")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N items of each topic (quick runs)")
     p.add_argument("--no-ack", action="store_true", help="explicit form: no synthetic assistant acknowledgement after the statement")
 
 

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from iba.argtypes import nonnegative_int, out_folder, positive_float, positive_int
+from iba.argtypes import nonnegative_int, out_folder, positive_int
 from iba.construct.presets import PRESETS
 
 EPILOG = """examples:
@@ -39,13 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models (or OPENAI_BASE_URL)")
     parser.add_argument(
         "--noise-ratio",
-        type=positive_float,
+        type=float,
         default=None,
         help="history turns per relevant (evidence) turn; the paper's figure is 100 (default: 100, demo 50)",
     )
     parser.add_argument(
         "--history-turns",
-        type=positive_int,
+        type=int,
         default=None,
         help="instead of --noise-ratio: make every history this many turns long (evidence is never dropped)",
     )
