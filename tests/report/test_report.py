@@ -263,3 +263,39 @@ def test_qa_vs_task_uses_the_probes_every_row_answered(tmp_path):
     series = qa_vs_task(load_report_data(path, [ds]))
     assert series["rag (m)"]["QA"] == (100.0, 1) and series["iba (m)"]["QA"] == (0.0, 1)
     assert "iba?retrieval=false (m)" not in series  # asked no probes
+
+
+def test_unsandboxed_rows_and_judge_faults_are_named(tmp_path):
+    """A row whose third-party command ran without a sandbox is labelled so in every table, and an
+    instance whose judge call failed is left out as 'judge errored' (judged again by a rerun)."""
+    from iba.dataset import Dataset
+    from iba.report.data import load_report_data
+    from iba.run.runner import dataset_id
+    from iba.run.store import Store
+    from iba.types import Action, RunRecord, ScoreRecord, Verdict
+    from tests.run.helpers import tiny_dataset
+
+    ds = tiny_dataset(tmp_path / "ds")
+    did = dataset_id(Dataset(ds))
+    with Store(tmp_path / "s.sqlite") as s:
+        for agent, sandbox in (("external?cmd=a", "none"), ("external?cmd=b", "bwrap")):
+            for iid, kind in (("i0", "generate"), ("i1", "call_api")):
+                rk = f"{agent}-{iid}"
+                action = (Action(kind="generate", text="t") if kind == "generate"
+                          else Action(kind="call_api", api_name="order_food", params={"texture": "soft"}))
+                s.put_run(RunRecord(key=rk, run="r", dataset=did, instance_id=iid, user_id="u0",
+                                    domain="writing" if iid == "i0" else "daily", scenario="x", agent=agent, model="m",
+                                    status="ok", action=action, started_at="2025-01-01T00:00:00", iba_version="0",
+                                    sandbox=sandbox))
+                if kind == "call_api":
+                    s.put_score(ScoreRecord(run_key=rk, scorer="slots", score=1.0, verdicts=[
+                        Verdict(target="i1-s0", kind="slot", judge="slot-match", passed=True)]))
+                else:
+                    fault = agent.endswith("a")
+                    s.put_score(ScoreRecord(run_key=rk, scorer="judge:J", score=None if fault else 1.0, errored=fault,
+                                            verdicts=[Verdict(target="i0-c0", kind="checkpoint", judge="J",
+                                                              passed=None if fault else True, errored=fault)]))
+    data = load_report_data(tmp_path / "s.sqlite", [ds])
+    assert sorted(r.label for r in data.rows) == ["external?cmd=a (m) [unsandboxed]", "external?cmd=b (m)"]
+    assert {(x["row"], x["instance_id"], x["why"]) for x in data.left_out} == {
+        ("external?cmd=a (m) [unsandboxed]", "i0", "judge errored"), ("external?cmd=b (m)", "i0", "another row")}

@@ -36,7 +36,6 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
 from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
@@ -66,7 +65,7 @@ class ExternalOptions(Strict):
     # cmd= only. auto: bwrap where it can run, else unsandboxed (said once, rows marked in reports);
     # bwrap: bwrap or nothing (the run stops if it cannot); none: unsandboxed on purpose
     sandbox: Literal["auto", "bwrap", "none"] = "auto"
-    network: bool = False  # sandboxed: share iba's network (default: none at all, not even loopback)
+    network: bool = False  # sandboxed: share iba's network (default: none, not even the host's 127.0.0.1)
     env: str = ""  # comma-separated names of iba's variables the command gets (secret-looking ones too)
     pass_env: str = ""  # the older name of env=
     ro: str = ""  # sandboxed: more paths (comma-separated) the command may read

@@ -4,10 +4,10 @@
 namespaces, with a filesystem built from nothing: a fresh /proc of its own PID namespace (so no
 view of iba's processes, their command lines, working directories or environments), a minimal
 /dev, the system's /usr (and the merged-/usr links /bin, /lib...), a few /etc files that programs
-need to start, read-only binds of the command's own files and its interpreter, and one private
-writable directory (its cwd and $HOME, at /iba-agent) and a private tmpfs at /tmp. Capabilities are dropped, the command gets
-its own session, and it dies with iba (--die-with-parent): when the sandbox's PID 1 dies the
-kernel kills every process in its namespace, grandchildren included.
+need to start, read-only binds of the command's own files and its interpreter, one private
+writable directory (its cwd and $HOME, at /iba-agent) and a private tmpfs at /tmp. Capabilities
+are dropped, the command gets its own session, and it dies with iba (--die-with-parent): when the
+sandbox's PID 1 dies the kernel kills every process in its namespace, grandchildren included.
 
 bwrap's own arguments (the bind list) are handed over through a memfd (`--args FD`), so the
 sandbox's PID 1 shows the agent only `bwrap --args N <its own command>` in /proc/1/cmdline, and its
@@ -54,7 +54,7 @@ def bwrap_binary() -> str | None:
     return shutil.which("bwrap")
 
 
-@functools.lru_cache(maxsize=1)
+@functools.cache
 def _supports(flag: str) -> bool:
     path = bwrap_binary()
     if path is None:
@@ -195,8 +195,9 @@ def command_paths(argv: list[str], extra: Iterable[str] = ()) -> list[str]:
 
 
 def check_binds(paths: Iterable[str], hidden: Iterable[str | os.PathLike[str]]) -> None:
-    """SandboxError if a bind would show a hidden file (an answer key, distractor labels): the
-    file itself, a folder above it, or a folder holding files of those names (a dataset's)."""
+    """SandboxError if a bind would show one of the `hidden` files (the run's answer key and
+    distractor labels) or a folder above one, or any folder that directly holds a file named
+    answer_key.jsonl or distractors.jsonl (some dataset's), or such a file itself."""
     hidden_real = [os.path.realpath(h) for h in hidden]
     for p in paths:
         real = os.path.realpath(p)
@@ -226,8 +227,9 @@ def bwrap_arguments(argv: list[str], *, workdir: str, binds: list[str], network:
 
 def sandbox_env(parent: Mapping[str, str], names: Iterable[str], argv0: str) -> dict[str, str]:
     """The command's whole environment inside the sandbox: a PATH that starts at its executable's
-    folder, HOME and PWD at the private directory, TMPDIR at its tmpfs, a UTF-8 locale, and the variables named in
-    env=... copied from iba's environment (a name iba does not have is left unset). Nothing else."""
+    folder, HOME and PWD at the private directory, TMPDIR at its tmpfs, a UTF-8 locale, and the
+    variables named in env=... copied from iba's environment (a name iba lacks stays unset).
+    Nothing else."""
     env = {"PATH": f"{os.path.dirname(argv0)}:{SANDBOX_PATH}" if os.path.isabs(argv0) else SANDBOX_PATH,
            "HOME": INSIDE_WORK, "TMPDIR": INSIDE_TMP, "PWD": INSIDE_WORK, "LANG": "C.UTF-8"}
     for name in names:
