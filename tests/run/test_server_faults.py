@@ -167,7 +167,7 @@ def test_iba_run_under_a_persistent_fault_errors_then_retry_errored_recovers(pro
     assert "0 ok, 0 failed (scored 0), 2 errored" in first.stdout
     assert "errored: i0 [direct?max_tokens=24]: ModelServerError" in first.stderr
     assert "errored: i1 [direct?max_tokens=24]: ModelServerError" in first.stderr
-    assert "2 record(s) errored" in first.stderr and "--retry-errored" in first.stderr
+    assert "2 record(s) of this selection are errored" in first.stderr and "--retry-errored" in first.stderr
     assert len(proxy.completions()) == 2 * 4  # each record: 1 attempt + 3 retries (the CLI's default)
     with Store(store) as s:
         runs = {r.instance_id: r for r in s.runs()}
