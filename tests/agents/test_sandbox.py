@@ -81,9 +81,13 @@ def test_an_agent_configured_to_see_the_key_is_refused_before_it_runs(tmp_path):
     ds = tiny_dataset(tmp_path / "ds")
     with pytest.raises(ValueError, match="agent external: the sandbox would show"):
         _agent(tmp_path, cmd="python -c pass", ro=str(ds))
-    agent = _agent(tmp_path, cmd=f"python {ROOT / 'examples' / 'external_agent.py'}", ro=str(tmp_path / "ds" / "histories"))
-    with pytest.raises(ValueError, match="holds"):
-        agent.hide([str(tmp_path / "ds" / "histories" / "u0.jsonl")])
+    # a held-back key under another name, in a folder the agent is given: the runner names it
+    keys = tmp_path / "evaluator"
+    keys.mkdir()
+    (keys / "test-split-key.jsonl").write_text("")
+    agent = _agent(tmp_path, cmd=f"python {ROOT / 'examples' / 'external_agent.py'}", ro=str(keys))
+    with pytest.raises(ValueError, match="holds .*test-split-key.jsonl"):
+        agent.hide([str(keys / "test-split-key.jsonl")])
 
 
 def test_sandbox_env_is_clean_plus_named(monkeypatch):
