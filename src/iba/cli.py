@@ -15,7 +15,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("iba.run.demo_cmd", "build the demo dataset, run an agent, score and report (offline)"),
     "build": ("iba.construct.cli", "build an IBA-Bench dataset (personas, histories, tasks, answer key)"),
-    "stats": ("iba.construct.stats_cmd", "print Table 2 statistics of a dataset and write stats.json"),
+    "stats": ("iba.construct.stats_cmd", "print Table 2 statistics and the tell audit of a dataset and write stats.json"),
     "validate": ("iba.construct.validate_cmd", "AI annotation of sampled instances with agreement statistics"),
     "taxonomy": ("iba.taxonomy.cli", "show the shipped taxonomy (domains, scenarios, dimensions)"),
     "run": ("iba.run.run_cmd", "run agents on a dataset, store and score the actions"),

@@ -7,12 +7,14 @@ same answer key for the same seed. The procedural build is byte-identical for a 
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from iba import __version__
-from iba.construct import ground_truth, table2
+from iba.construct import distractors as distractors_mod
+from iba.construct import evidence_bank, ground_truth, table2
 from iba.construct.history import iter_turns
 from iba.construct.personas import make_personas
 from iba.construct.plan import PersonaPlan, SessionPlan, StateSpan
@@ -21,12 +23,15 @@ from iba.construct.presets import Preset, get_preset
 from iba.construct.procedural_writer import ProceduralWriter
 from iba.construct.rng import derive
 from iba.construct.stats import write_stats
-from iba.construct.tasks import answer_key, task_view
+from iba.construct.tasks import answer_key, distractor_label, task_view
 from iba.dataset import write_dataset
 from iba.llm.base import Backend
 from iba.types import Manifest, Persona, Scenario, Taxonomy, Turn
 
 TextFn = Callable[[PersonaPlan, SessionPlan], list[str]]
+# 1: the first procedural writer; 2: distractor preferences, noise topics with content, a sentence
+# budget, evidence spans, varied evidence forms (issue 24)
+GENERATOR_VERSION = 2
 
 
 def assign_instances(scenarios: list[Scenario], preset: Preset, n_personas: int, seed: int) -> list[list[Scenario]]:
@@ -44,7 +49,8 @@ def assign_instances(scenarios: list[Scenario], preset: Preset, n_personas: int,
 
 
 def plan_dataset(
-    taxonomy: Taxonomy, preset: Preset, *, seed: int, noise_ratio: float, history_turns: int | None, personas: int | None
+    taxonomy: Taxonomy, preset: Preset, *, seed: int, noise_ratio: float, history_turns: int | None, personas: int | None,
+    distractors: bool = True,
 ) -> list[PersonaPlan]:
     scenarios = preset.select(taxonomy)
     n = personas or preset.personas or len(scenarios)
@@ -63,7 +69,10 @@ def plan_dataset(
         knobs = Knobs(seed=seed, noise_ratio=noise_ratio, history_turns=history_turns, force_dynamic=force_dynamic, force_state=force_state)
         work.append((person, scen, knobs, persona_states(person, scen, taxonomy, knobs)))
     counts = table2_counts(taxonomy, [(p, scen, spans) for p, scen, _, spans in work], seed)
-    return [plan_persona(p, scen, taxonomy, knobs, counts, spans) for p, scen, knobs, spans in work]
+    plans = [plan_persona(p, scen, taxonomy, knobs, counts, spans) for p, scen, knobs, spans in work]
+    if distractors:  # after all personas: distractors follow the whole build's evidence profile
+        distractors_mod.add_distractors(seed, plans, taxonomy)
+    return plans
 
 
 def table2_counts(
@@ -109,7 +118,7 @@ class _LazyHistory:
 def build_dataset(
     out_dir: str | Path,
     *,
-    preset: str = "demo",
+    preset: str | Preset = "demo",
     seed: int = 42,
     writer: str = "procedural",
     backend: Backend | None = None,
@@ -120,12 +129,14 @@ def build_dataset(
     taxonomy: Taxonomy | None = None,
     max_rewrites: int = 2,
     concurrency: int = 4,
+    distractors_on: bool = True,
 ) -> Manifest:
     """Build an IBA-Bench dataset into `out_dir` and return its manifest.
 
     noise_ratio: turns per relevant turn (None: the preset's, 100 except demo's 50).
     history_turns: instead, the length of every history (evidence sessions are always kept).
     personas: override the preset's number of personas. writer="llm" needs `backend`.
+    distractors_on: False leaves distractor preferences out (to measure what they change).
     """
     from tqdm import tqdm
 
@@ -133,15 +144,17 @@ def build_dataset(
         from iba.taxonomy import load_taxonomy
 
         taxonomy = load_taxonomy()
-    pre = get_preset(preset)
+    pre = preset if isinstance(preset, Preset) else get_preset(preset)
     ratio = pre.noise_ratio if noise_ratio is None else float(noise_ratio)
     if ratio < 1:
         raise ValueError(f"noise ratio must be >= 1 (turns per relevant turn), got {ratio}")
     if history_turns is not None and history_turns < 1:
         raise ValueError(f"--history-turns must be positive, got {history_turns}")
     out = Path(out_dir)
-    plans = plan_dataset(taxonomy, pre, seed=seed, noise_ratio=ratio, history_turns=history_turns, personas=personas)
+    plans = plan_dataset(taxonomy, pre, seed=seed, noise_ratio=ratio, history_turns=history_turns, personas=personas,
+                         distractors=distractors_on)
 
+    anchor_rates = distractors_mod.anchor_rates(plans)
     params: dict[str, Any] = {
         "preset": pre.name,
         "noise_ratio": ratio,
@@ -149,9 +162,15 @@ def build_dataset(
         "scenarios": sorted({i.scenario.id for p in plans for i in p.instances}),
         "dynamic_prob": ground_truth.DYNAMIC_PROB,
         "state_active_prob": ground_truth.STATE_ACTIVE_PROB,
+        # the construction's version: figures measured on a build say which one (README, BENCHMARKS)
+        "generator_version": GENERATOR_VERSION,
+        "distractors_per_labelled_turn": distractors_mod.DISTRACTORS_PER_LABELLED if distractors_on else 0,
+        "evidence_anchor_rates": anchor_rates if distractors_on else evidence_bank.ANCHOR_PROB,
     }
     if writer == "procedural":
-        texts: TextFn = ProceduralWriter(seed).texts
+        proc = ProceduralWriter(seed, anchor_rates=anchor_rates if distractors_on else None)
+        texts: TextFn = proc.texts
+        spans = proc.spans  # filled while the histories are written; read after (keys are lazy)
     elif writer == "llm":
         if backend is None:
             raise ValueError("the llm writer needs a model: pass --model (and --base-url for an openai: server)")
@@ -160,6 +179,8 @@ def build_dataset(
         llm = LLMWriter(backend, out, seed=seed, max_rewrites=max_rewrites, concurrency=concurrency, progress=progress)
         texts = llm.write_all(plans)
         params.update(llm.manifest_params())
+        # model-written turns have no known spans; the procedural parts (distractors, fallbacks) do
+        spans = llm.fallback.spans
     else:
         raise ValueError(f"unknown writer {writer!r}; choose procedural or llm")
 
@@ -176,6 +197,7 @@ def build_dataset(
             "sessions": sum(len(p.sessions) for p in plans),
             "turns": sum(p.n_turns for p in plans),
             "relevant_turns": sum(p.n_relevant for p in plans),
+            "distractor_turns": sum(len(s.distractors) for p in plans for s in p.sessions),
         },
         params=params,
     )
@@ -189,11 +211,32 @@ def build_dataset(
         [p.persona for p in plans],
         histories,  # type: ignore[arg-type]  # iterables of turns, written one persona at a time
         [task_view(i) for i in instances],
-        [answer_key(i, seed) for i in instances],
+        # generators: consumed after the histories are written, when the writer knows the spans
+        (answer_key(i, seed, spans) for i in instances),
+        (lab for p in plans for s in p.sessions for _, d in s.distractors for lab in distractor_label(p.persona.id, d, spans))
+        if distractors_on else None,
     )
     bar.close()
+    # the plans and the writer's spans are done with: free them before the statistics (the tell
+    # audit) read the dataset back, so the full build's peak is one of the two, not their sum
+    del plans, instances, histories, texts, spans
+    if writer == "procedural":
+        del proc
+    gc.collect()
+    _release_free_memory()
     write_stats(out, taxonomy)
     return manifest
+
+
+def _release_free_memory() -> None:
+    """Hand freed heap pages back to the OS (glibc keeps them otherwise), so the statistics that
+    follow do not stack on the writer's high-water mark. A no-op where there is no glibc."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _remove_stale_histories(out: Path, keep: set[str]) -> None:

@@ -49,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="instead of --noise-ratio: make every history this many turns long (evidence is never dropped)",
     )
+    parser.add_argument(
+        "--no-distractors",
+        action="store_true",
+        help="leave out distractor preferences (preference talk no task depends on; on by default, see README) "
+        "to measure what they change",
+    )
     parser.add_argument("--max-rewrites", type=nonnegative_int, default=2, help="llm writer: rewrites of an evidence turn that fails the check (default 2)")
     parser.add_argument("--concurrency", type=positive_int, default=4, help="llm writer: model calls in flight at once (default 4)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -89,6 +95,7 @@ def main(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             max_rewrites=args.max_rewrites,
             concurrency=args.concurrency,
+            distractors_on=not args.no_distractors,
         )
     except (ValueError, DatasetError) as e:
         print(f"iba build: {e}", file=sys.stderr)

@@ -16,7 +16,7 @@ from iba.construct.rng import weighted_choice
 from iba.types import Dimension, PreferenceValue, Scenario, TransientState
 
 # Our choices where the paper gives no figure (documented in stats and the manifest):
-DYNAMIC_PROB = 0.3  # a dimension with "preferred X; now Y" values gets one with this probability
+DYNAMIC_PROB = 0.45  # a dimension with "preferred X; now Y" values gets one with this probability
 CONFLICT_PROB = 0.5  # a state-driven dimension also has an older long-term preference it overrides
 STATE_ACTIVE_PROB = 0.35  # a persona has an active state constraining one of its scenarios
 STATE_EXPIRED_PROB = 0.3  # a persona mentions a state that is over by task time (a distractor)
@@ -102,14 +102,36 @@ def _choose_values(
     return out
 
 
-def _reveal(c: Constraint, value: PreferenceValue, superseded: bool = False) -> Reveal:
+class CueCycle:
+    """Which cue reveals a value each time: the value's cues in a shuffled order, in turn, so a
+    value revealed several times is said in other words each time."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.orders: dict[str, list[str]] = {}
+        self.used: dict[str, int] = {}
+
+    def next(self, value: PreferenceValue) -> str:
+        key = value.id
+        if key not in self.orders:
+            cues = value.all_cues
+            self.orders[key] = self.rng.sample(cues, len(cues))
+            self.used[key] = 0
+        order = self.orders[key]
+        cue = order[self.used[key] % len(order)]
+        self.used[key] += 1
+        return cue
+
+
+def _reveal(c: Constraint, value: PreferenceValue, cycle: CueCycle, superseded: bool = False) -> Reveal:
     return Reveal(
         dimension=c.dimension.id,
         dimension_name=c.dimension.name,
         value=value.id,
         value_text=value.text,
-        cue=value.cue or "",
+        cue=cycle.next(value),
         superseded=superseded,
+        alternatives=tuple(value.all_cues),
     )
 
 
@@ -174,6 +196,7 @@ def plan_instance(
     budget = max(n_evidence - len(mentions), 1 if pref else 0)
 
     items: list[EvidenceItem] = []
+    cycle = CueCycle(rng)
 
     def add(reveals: list[Reveal], signal: str, window: tuple[float, float], before: StateSpan | None = None) -> None:
         position = 2 if signal in ("explicit_revision", "complaint") else rng.choice((0, 2))
@@ -188,6 +211,7 @@ def plan_instance(
                 position=position,
                 window=window,
                 before=before,
+                recent=window == (0.55, 1.0),
             )
         )
 
@@ -205,21 +229,21 @@ def plan_instance(
                 pattern = k >= 2 and rng.random() < PATTERN_PROB
                 for _ in range(k):
                     signal = "implicit_pattern" if pattern else weighted_choice(rng, list(STRONG_TYPES), list(STRONG_WEIGHTS))
-                    add([_reveal(c, c.expected)], signal, window_for([c]))
+                    add([_reveal(c, c.expected, cycle)], signal, window_for([c]))
         else:
             for group in _groups(rng, pref, budget):
                 group.sort(key=lambda c: order[c.dimension.id])
                 signal = weighted_choice(rng, list(SINGLE_TYPES), list(SINGLE_WEIGHTS))
-                add([_reveal(c, c.expected) for c in group], signal, window_for(group))
+                add([_reveal(c, c.expected, cycle) for c in group], signal, window_for(group))
     # Superseded evidence: the old value of a change (early), a habit a state overrides (before the state).
     for c in constraints:
         if c.superseded is None:
             continue
         signal = weighted_choice(rng, list(SINGLE_TYPES), list(SINGLE_WEIGHTS))
         if c.kind == "dynamic":
-            add([_reveal(c, c.superseded, superseded=True)], signal, (0.0, 0.45))
+            add([_reveal(c, c.superseded, cycle, superseded=True)], signal, (0.0, 0.45))
         else:
-            add([_reveal(c, c.superseded, superseded=True)], signal, (0.0, 1.0), before=span_of[c.dimension.id])
+            add([_reveal(c, c.superseded, cycle, superseded=True)], signal, (0.0, 1.0), before=span_of[c.dimension.id])
 
     return InstancePlan(
         instance_id=instance_id,

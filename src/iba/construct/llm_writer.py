@@ -191,8 +191,8 @@ class LLMWriter:
             )
         except StructuredOutputError as e:
             problems.append(f"assistant writer gave no valid JSON ({e}); replies are procedural")
-            proc = self.fallback.texts(plan, session)
-            reply = AssistantTurns(first=proc[1], second=proc[3])
+            proc = self.fallback.standalone(plan, session)
+            reply = AssistantTurns(first=proc[session.offset + 1], second=proc[session.offset + 3])
         core = [user.first, reply.first, user.second, reply.second]
         return self._entry(session, self.fallback.pad(plan, session, core), attempts, passed, problems)
 
@@ -250,6 +250,8 @@ class LLMWriter:
             return self._fallback_entry(plan, session, attempts, problems)
         if mention is not None:
             turns = self.fallback.pad(plan, session, turns)
+        else:  # distractor exchanges in a chat session are procedural (not model-written) text
+            turns = self.fallback.insert_distractors(plan, session, turns)
         return self._entry(session, turns, attempts, passed, problems)
 
     # ------------------------------------------------------------------ records
@@ -268,7 +270,7 @@ class LLMWriter:
         }
 
     def _fallback_entry(self, plan: PersonaPlan, session: SessionPlan, attempts: int, problems: list[str]) -> dict[str, Any]:
-        entry = self._entry(session, self.fallback.texts(plan, session), attempts, None, problems + ["used the procedural text"])
+        entry = self._entry(session, self.fallback.standalone(plan, session), attempts, None, problems + ["used the procedural text"])
         entry["fallback"] = True
         return entry
 

@@ -1,23 +1,40 @@
-"""Noise sessions: casual chat and unrelated help requests, composed from seeded banks.
+"""Noise sessions: conversations with content, composed from the topic bank under a sentence budget.
 
-Relevant (labelled) turns occur about once per `noise_ratio` turns: the history planner sizes
-the noise with `noise_turns`, then this module writes each noise session's text.
+Relevant (labelled) turns occur about once per `noise_ratio` turns: the history planner sizes the
+noise with `noise_turns`, deals each session a topic (`TopicDeck`), and this module writes the text:
+the user opens on the topic, adds details and asks follow-ups; the assistant answers with the
+topic's facts. A long session moves on to another topic, as real ones do. Every sentence goes
+through the history's `SentenceBudget`, so none longer than 25 characters recurs more than three
+times in a history.
 """
 
 from __future__ import annotations
 
 import random
+import string
+from dataclasses import dataclass, field
 
 from iba.construct import noise_bank as bank
+from iba.construct.noise_topics import NoiseTopic, load_noise_topics
 from iba.construct.plan import NoiseSpec
+from iba.construct.sentences import SentenceBudget
 
 # Session lengths (turns, even: user/assistant pairs) and their weights; mean about 14 turns.
 LENGTHS = (4, 6, 8, 10, 12, 14, 16, 18, 20, 24, 28, 32)
 LENGTH_WEIGHTS = (3, 5, 7, 8, 8, 8, 7, 6, 5, 4, 3, 2)
-# How many context sentences a noise user turn carries (0..4): spreads noise turn lengths over
-# the range of evidence turns'.
-ASIDE_WEIGHTS = (1, 3, 3, 2, 1)
-_ASIDE_COUNTS = tuple(k for k, w in enumerate(ASIDE_WEIGHTS) for _ in range(w))
+# How many asides (context sentences) a user turn carries (0..3): spreads user turn lengths.
+ASIDE_WEIGHTS = (2, 3, 3, 2)
+DETAIL_PROB = 0.7  # an opening noise user turn adds a situation detail of the topic
+EXTRA_DETAIL_PROB = 0.6  # a follow-up adds one too (noise user turns run as long as preference turns)
+SECOND_FACT_PROB = 0.35  # an assistant answer gives two facts
+
+
+@dataclass
+class Voice:
+    """What the writer keeps per history: the sentence budget and the persona's city."""
+
+    budget: SentenceBudget = field(default_factory=SentenceBudget)
+    city: str = "town"
 
 
 def padded_length(rng: random.Random, core: int) -> tuple[int, int]:
@@ -32,10 +49,27 @@ def padded_length(rng: random.Random, core: int) -> tuple[int, int]:
     return n, 2 * rng.randint(0, (n - core) // 2)
 
 
-def noise_spec(rng: random.Random) -> NoiseSpec:
-    if rng.random() < 0.55:
-        return NoiseSpec(category="help", topic=rng.choice(bank.HELP_TOPICS))
-    return NoiseSpec(category="chat", topic=rng.choice(bank.CHAT_TOPICS))
+def topics_by_id() -> dict[str, NoiseTopic]:
+    return {t.id: t for t in load_noise_topics()}
+
+
+class TopicDeck:
+    """Deals a history's session topics: the bank shuffled, dealt in order, reshuffled when spent,
+    so a topic comes back only after every other one has had its turn."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.topics = load_noise_topics()
+        if not self.topics:
+            raise RuntimeError("no noise topics installed (iba/construct/data/noise_topics/*.yaml)")
+        self.order: list[int] = []
+
+    def deal(self) -> NoiseSpec:
+        if not self.order:
+            self.order = list(range(len(self.topics)))
+            self.rng.shuffle(self.order)
+        t = self.topics[self.order.pop()]
+        return NoiseSpec(category=t.kind, topic=t.topic, topic_id=t.id)
 
 
 def session_lengths(rng: random.Random, total: int) -> list[int]:
@@ -59,67 +93,143 @@ def noise_turns(noise_ratio: float, relevant: int, other_turns: int, history_tur
     return max(0, target - other_turns)
 
 
-def _cap(s: str) -> str:
+def cap(s: str) -> str:
     return s[:1].upper() + s[1:]
 
 
-def opener(rng: random.Random, spec: NoiseSpec, greet: bool = True) -> str:
-    templates = bank.HELP_OPENERS if spec.category == "help" else bank.CHAT_OPENERS
-    lead = rng.choice(bank.GREETINGS if greet else bank.TOPIC_CHANGES)
-    text = rng.choice(templates).format(topic=spec.topic)
-    return lead + (_cap(text) if not lead or lead.endswith((". ", "! ", ": ")) else text)
+def join_lead(lead: str, text: str) -> str:
+    """A lead ("Hey! ", "Also, ", "") and a sentence: a capital after an end mark or nothing, else lower case."""
+    if not lead or lead.rstrip().endswith((".", "!", ":", "?")):
+        return lead + cap(text)
+    return lead + (text if text.startswith(("I ", "I'")) else text[:1].lower() + text[1:])
 
 
-def assistant_reply(rng: random.Random, spec: NoiseSpec) -> str:
-    body = rng.choice(bank.BODIES).format(topic=spec.topic, topic_cap=_cap(spec.topic))
-    q = rng.choice(bank.QUESTIONS)
-    return f"{rng.choice(bank.ACKS)} {body}" + (f" {q}" if q else "")
+# each aside template with the slots it uses (drawing only those keeps the grammar cheap)
+_ASIDES = tuple(
+    (t, tuple(dict.fromkeys(f for _, f, _, _ in string.Formatter().parse(t) if f and f != "city"))) for t in bank.ASIDE_TEMPLATES
+)
 
 
-def pad_session(rng: random.Random, spec: NoiseSpec, core: list[str], n_turns: int, offset: int, city: str) -> list[str]:
-    """`core` placed at turn `offset` of an `n_turns`-turn session, the rest filler chat on `spec`."""
-    after = n_turns - offset - len(core)
-    before = render_noise(rng, spec, offset, city) if offset else []
-    tail = render_noise(rng, spec, after, city, greet=False) if after > 0 else []
-    return [*before, *core, *tail]
+def aside(rng: random.Random, voice: Voice, tries: int = 6, *, commit: bool = True) -> str | None:
+    """One context sentence from the aside grammar that still fits the budget (None if none did);
+    marked used unless `commit` is False (the caller checks and marks the whole turn)."""
+    for _ in range(tries):
+        template, names = rng.choice(_ASIDES)
+        fills = {k: rng.choice(bank.ASIDE_SLOTS[k]) for k in names}
+        text = template.format(city=voice.city, **fills)
+        if voice.budget.fits(text):
+            if commit:
+                voice.budget.use(text)
+            return text
+    return None
 
 
-def _reply(rng: random.Random, core: str) -> str:
-    lead = rng.choice(bank.REPLY_LEADS)
-    # a lead ending in a full stop starts a new sentence; "Honestly," or "Yes, so" continue it
-    body = _cap(core) if lead.endswith((".", ":")) else core
-    return f"{lead} {body}{rng.choice(bank.REPLY_TAILS)}"
-
-
-def render_noise(rng: random.Random, spec: NoiseSpec, n_turns: int, city: str, *, greet: bool = True) -> list[str]:
-    """Text of a noise session of `n_turns` turns (user first, alternating); `greet=False` for a
-    stretch that continues a session (it opens with a change of topic rather than a greeting)."""
-    city = city.split(",")[0]
-    texts = [opener(rng, spec, greet), assistant_reply(rng, spec)]
-    pairs = n_turns // 2
-    middle = max(0, pairs - 2) if pairs >= 3 else max(0, pairs - 1)
-    follows = rng.sample(bank.FOLLOW_UPS, min(middle, len(bank.FOLLOW_UPS)))
-    replies = rng.sample(bank.REPLIES, min(middle, len(bank.REPLIES)))
-    for i in range(middle):
-        f = follows[i % len(follows)].format(city=city, topic=spec.topic)
-        texts.append(f"{rng.choice(bank.REACTIONS)} {f}")
-        texts.append(_reply(rng, replies[i % len(replies)].format(topic=spec.topic)))
-    if len(texts) < n_turns:
-        texts.append(rng.choice(bank.CLOSINGS_USER))
-        texts.append(rng.choice(bank.CLOSINGS_ASSISTANT))
-    texts = texts[:n_turns]
-    for i in range(0, len(texts), 2):  # user turns
-        texts[i] = with_asides(rng, texts[i], spec, city)
-    return texts
-
-
-def with_asides(rng: random.Random, text: str, spec: NoiseSpec, city: str) -> str:
-    """A user turn with some context sentences added (none, or up to four)."""
-    k = _ASIDE_COUNTS[rng.randrange(len(_ASIDE_COUNTS))]
-    if not k:
+def with_asides(rng: random.Random, voice: Voice, text: str) -> str:
+    """A user turn with 0-3 context sentences before or after it."""
+    k = rng.choices(range(len(ASIDE_WEIGHTS)), weights=ASIDE_WEIGHTS, k=1)[0]
+    extra = [a for a in (aside(rng, voice) for _ in range(k)) if a]
+    if not extra:
         return text
-    # k distinct asides: a start and a stride through the bank (its size is prime), cheaper than sample()
-    n = len(bank.USER_ASIDES)
-    start, stride = rng.randrange(n), rng.randrange(1, n)
-    asides = [bank.USER_ASIDES[(start + j * stride) % n].format(city=city, topic=spec.topic) for j in range(k)]
-    return " ".join([text, *asides] if rng.random() < 0.6 else [*asides, text])
+    return " ".join([text, *extra] if rng.random() < 0.6 else [*extra, text])
+
+
+class TopicTalk:
+    """One topic's content as a session uses it: each item at most once per session, and only
+    while the history's budget allows it."""
+
+    def __init__(self, rng: random.Random, topic: NoiseTopic) -> None:
+        self.topic = topic
+        self.left = {f: rng.sample(getattr(topic, f), len(getattr(topic, f))) for f in ("openers", "details", "questions", "facts")}
+
+    def take(self, voice: Voice, field_: str) -> str | None:
+        pool = self.left[field_]
+        for i, text in enumerate(pool):
+            if voice.budget.fits(text):
+                voice.budget.use(text)
+                del pool[i]
+                return text
+        return None
+
+
+def _generic_opener(rng: random.Random, voice: Voice, topic: NoiseTopic) -> str | None:
+    templates = bank.HELP_OPENERS if topic.kind == "help" else bank.CHAT_OPENERS
+    return voice.budget.first_fitting(cap(t.format(topic=topic.topic)) for t in rng.sample(templates, len(templates)))
+
+
+def _open(rng: random.Random, voice: Voice, talk: TopicTalk, lead: str) -> str:
+    text = talk.take(voice, "openers") if rng.random() < 0.6 else None
+    text = text or _generic_opener(rng, voice, talk.topic) or talk.take(voice, "openers")
+    if text is None:
+        text = rng.choice(bank.FALLBACK_USER)
+    parts = [join_lead(lead, text)]
+    if rng.random() < DETAIL_PROB:
+        detail = talk.take(voice, "details")
+        if detail:
+            parts.append(detail)
+    return " ".join(parts)
+
+
+def _answer(rng: random.Random, voice: Voice, talk: TopicTalk, lead: str) -> str | None:
+    """Lead + one or two facts; None when the topic has no fact left that fits."""
+    first = talk.take(voice, "facts")
+    if first is None:
+        return None
+    parts = [lead, first] if lead else [first]
+    if rng.random() < SECOND_FACT_PROB:
+        second = talk.take(voice, "facts")
+        if second:
+            parts.append(second)
+    return " ".join(parts)
+
+
+def _follow_up(rng: random.Random, voice: Voice, talk: TopicTalk) -> str:
+    r = rng.random()
+    text = None
+    if r < 0.5:
+        text = talk.take(voice, "questions")
+    elif r < 0.85:
+        text = talk.take(voice, "details")
+    text = (text or voice.budget.first_fitting(t.format(topic=talk.topic.topic) for t in rng.sample(bank.FOLLOW_UPS, len(bank.FOLLOW_UPS)))
+            or talk.take(voice, "questions") or rng.choice(bank.SHORT_FOLLOW_UPS))
+    extra = talk.take(voice, "details") if rng.random() < EXTRA_DETAIL_PROB else None
+    parts = [rng.choice(bank.REACTIONS), *([extra, text] if extra and rng.random() < 0.5 else [text, extra] if extra else [text])]
+    return " ".join(parts)
+
+
+def _fresh_topic(rng: random.Random, current: NoiseTopic) -> NoiseTopic:
+    topics = load_noise_topics()
+    t = rng.choice(topics)
+    return t if t.id != current.id or len(topics) == 1 else rng.choice(topics)
+
+
+def render_noise(rng: random.Random, voice: Voice, spec: NoiseSpec, n_turns: int, *, greet: bool = True, lead: str | None = None) -> list[str]:
+    """Text of a noise stretch of `n_turns` turns (user first, alternating); `greet=False` for a
+    stretch that continues a session (it opens with a change of topic rather than a greeting);
+    `lead` sets the first turn's opening words instead."""
+    if n_turns <= 0:
+        return []
+    topic = topics_by_id().get(spec.topic_id) or _fresh_topic(rng, load_noise_topics()[0])
+    talk = TopicTalk(rng, topic)
+    texts: list[str] = []
+    if lead is None:
+        lead = rng.choice(bank.GREETINGS if greet else bank.TOPIC_CHANGES)
+    pairs = n_turns // 2
+    closing = pairs >= 3 and rng.random() < 0.4
+    for k in range(pairs):
+        last = k == pairs - 1
+        if k == 0:
+            user = _open(rng, voice, talk, lead)
+            answer = _answer(rng, voice, talk, rng.choice(bank.ACKS))
+        elif last and closing:
+            texts += [with_asides(rng, voice, rng.choice(bank.CLOSINGS_USER)), rng.choice(bank.CLOSINGS_ASSISTANT)]
+            break
+        else:
+            user = _follow_up(rng, voice, talk)
+            answer = _answer(rng, voice, talk, rng.choice(bank.REPLY_LEADS))
+        if answer is None:  # the topic is spent in this history: move on to another one
+            talk = TopicTalk(rng, _fresh_topic(rng, talk.topic))
+            user = _open(rng, voice, talk, rng.choice(bank.TOPIC_CHANGES))
+            answer = _answer(rng, voice, talk, rng.choice(bank.ACKS)) or rng.choice(bank.FALLBACK_ASSISTANT)
+        q = rng.choice(bank.QUESTIONS)
+        texts += [with_asides(rng, voice, user), f"{answer} {q}".strip()]
+    return texts[:n_turns]

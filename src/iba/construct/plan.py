@@ -27,6 +27,9 @@ class Reveal:
     value_text: str
     cue: str
     superseded: bool = False  # the old value of a changed preference, or one a state overrides
+    # every cue of the value: the writer may say it with another one when `cue`'s sentences are
+    # used up in the history (see iba.construct.sentences)
+    alternatives: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)
@@ -42,7 +45,32 @@ class EvidenceItem:
     position: int  # index of the labelled turn inside its four-turn exchange (the session adds `offset`)
     window: tuple[float, float]  # allowed place in the history, as fractions of its span
     before: "StateSpan | None" = None  # must come before this state began (a habit the state overrides)
+    anchored: bool = False  # the labelled turn must name its scenario ("When it comes to X, ..."); the writer may anyway
+    recent: bool = False  # reveals the new value of a changed preference (may be said as new: "these days ...")
     turn_id: str = ""  # set by the layout
+    timestamp: str = ""
+
+
+@dataclass(eq=False)
+class DistractorItem:
+    """A preference-shaped user turn no task of the persona depends on (see iba.construct.distractors).
+
+    own_other_topic: an exchange like an evidence one (a past task of `scenario`, the user's reaction)
+    at `position` 0 or 2; other_person: the same exchange about a task done for someone else, whose
+    preference the reaction states; ended and hypothetical: one user turn and a reply, inside chat.
+    """
+
+    key: str
+    form: str  # a DistractorForm
+    scenario: Scenario
+    reveals: list[Reveal]
+    signal_type: str
+    position: int
+    topic: str
+    person: tuple[str, str, str] | None = None  # other_person: (who, they, them)
+    anchored: bool = False  # the turn must name its scenario (its dimension shares an anchored facet with a task's)
+    recent: bool = False  # said as a recent change ("these days ..."), as often as evidence of new values is
+    turn_id: str = ""
     timestamp: str = ""
 
 
@@ -106,7 +134,8 @@ class InstancePlan:
 @dataclass(eq=False)
 class NoiseSpec:
     category: Literal["chat", "help"]
-    topic: str
+    topic: str  # a noun phrase ("a squeaky door hinge")
+    topic_id: str = ""  # its entry in the topic bank (iba.construct.noise_topics), "" if none
 
 
 @dataclass(eq=False)
@@ -114,7 +143,7 @@ class SessionPlan:
     key: str
     kind: SessionKind
     n_turns: int
-    item: EvidenceItem | StateMention | None = None
+    item: EvidenceItem | StateMention | DistractorItem | None = None
     noise: NoiseSpec | None = None
     # evidence and state sessions: their four-turn exchange starts at turn `offset`; the other
     # turns are filler chat on `noise` (so these sessions are as long as noise sessions)
@@ -125,6 +154,8 @@ class SessionPlan:
     index: int = -1  # session number in the persona's history, set by the layout
     start: datetime | None = None
     turn_times: list[str] = field(default_factory=list)
+    # distractor exchanges placed in this session's filler: (turn offset, item), offsets even, in order
+    distractors: list[tuple[int, DistractorItem]] = field(default_factory=list)
 
     @property
     def labelled(self) -> int | None:
@@ -134,6 +165,10 @@ class SessionPlan:
         if self.kind == "state" and self.item.active:  # type: ignore[union-attr]
             return self.offset
         return None
+
+    def distractor_turns(self) -> list[tuple[int, "DistractorItem"]]:
+        """(turn index in the session, item) of each distractor turn the session holds."""
+        return [(offset + d.position, d) for offset, d in self.distractors]
 
 
 @dataclass(eq=False)

@@ -74,10 +74,11 @@ def plan_persona(
 
     sessions: list[SessionPlan] = []
     pad_rng = derive(seed, persona.id, "pad")
+    deck = noise.TopicDeck(derive(seed, persona.id, "topics"))
 
     def padded(key: str, kind: str, core: int, item) -> SessionPlan:
         n, offset = noise.padded_length(pad_rng, core)
-        return SessionPlan(key=key, kind=kind, n_turns=n, item=item, offset=offset, noise=noise.noise_spec(pad_rng))  # type: ignore[arg-type]
+        return SessionPlan(key=key, kind=kind, n_turns=n, item=item, offset=offset, noise=deck.deal())  # type: ignore[arg-type]
 
     for inst in instances:
         for item in inst.evidence:
@@ -89,7 +90,7 @@ def plan_persona(
     rng = derive(seed, persona.id, "noise")
     fixed_turns = sum(s.n_turns for s in sessions)
     for k, n in enumerate(noise.session_lengths(rng, noise.noise_turns(knobs.noise_ratio, relevant, fixed_turns, knobs.history_turns))):
-        sessions.append(SessionPlan(key=f"{persona.id}/noise/{k}", kind="noise", n_turns=n, noise=noise.noise_spec(rng)))
+        sessions.append(SessionPlan(key=f"{persona.id}/noise/{k}", kind="noise", n_turns=n, noise=deck.deal()))
 
     time_rng = derive(seed, persona.id, "time")
     plan = PersonaPlan(

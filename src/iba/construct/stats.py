@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from iba.construct import tell_audit
 from iba.construct.table2 import BINS, bin_of, empty_hist
 from iba.dataset import Dataset, dump_json
 from iba.types import SIGNAL_TYPES, Taxonomy
@@ -123,7 +124,23 @@ def tell_aucs(root: str | Path, evidence: dict[str, set[str]]) -> dict[str, Any]
     return {"auc": out, "evidence_turns": n_pos, "noise_user_turns": n_neg, "limit": TELL_LIMIT}
 
 
-def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
+def _distractor_forms(root: Path) -> dict[str, dict[str, str]]:
+    """User id -> distractor turn id -> its form, read as plain JSON (the full build has ~135,000
+    labels; validated models would cost a hundred MB the statistics do not need; `iba validate` and
+    Dataset.check validate them)."""
+    path = root / "distractors.jsonl"
+    out: dict[str, dict[str, str]] = {}
+    if path.exists():
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    d = json.loads(line)
+                    out.setdefault(d["user_id"], {})[d["turn_id"]] = d["form"]
+    return out
+
+
+def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True) -> dict[str, Any]:
+    """Table 2 statistics and the rest; `audit` adds the tell audit (iba.construct.tell_audit)."""
     ds = Dataset(root)
     if taxonomy is None:
         from iba.taxonomy import load_taxonomy
@@ -166,6 +183,7 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None) -> dict[st
             rel.add(lab.turn_id)
             labels.add((lab.turn_id, lab.dimension, lab.value, lab.signal_type, lab.superseded))
 
+    distractors = _distractor_forms(ds.root)
     users = sorted(ds.personas)
     turns = {u: _count_lines(ds.root / "histories" / f"{u}.jsonl") for u in users if (ds.root / "histories" / f"{u}.jsonl").exists()}
     total_turns = sum(turns.values())
@@ -209,12 +227,16 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None) -> dict[st
         "turns_per_relevant": round(total_turns / total_relevant, 2) if total_relevant else None,
         "turns_per_persona": round(total_turns / len(turns), 1) if turns else 0,
         "per_domain": domains_out,
+        "distractor_turns": sum(len(v) for v in distractors.values()),
+        # preference-shaped turns that are not evidence, per evidence-carrying turn
+        "distractors_per_relevant": round(sum(len(v) for v in distractors.values()) / total_relevant, 2) if total_relevant else None,
         "tells": tell_aucs(ds.root, relevant),
+        **({"tell_audit": tell_audit.audit(ds.root, relevant, distractors)} if audit else {}),
     }
 
 
-def write_stats(root: str | Path, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
-    stats = compute_stats(root, taxonomy)
+def write_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True) -> dict[str, Any]:
+    stats = compute_stats(root, taxonomy, audit=audit)
     dump_json(Path(root) / "stats.json", stats)
     return stats
 
@@ -243,6 +265,8 @@ def format_table2(stats: dict[str, Any]) -> str:
         f"dynamic checkpoint share {stats['dynamic_checkpoint_share']}; state-driven constraints {stats['state_constraints']}",
         f"signal types: {sig}",
     ]
+    if stats.get("distractor_turns"):
+        lines.append(f"distractor preferences {stats['distractor_turns']} turns ({stats['distractors_per_relevant']} per relevant turn)")
     tells = stats.get("tells")
     if tells:
         flagged = [k for k, v in tells["auc"].items() if v > tells["limit"]]
@@ -251,4 +275,6 @@ def format_table2(stats: dict[str, Any]) -> str:
             + ", ".join(f"{k} {v:.3f}" for k, v in tells["auc"].items())
             + (f"; above {tells['limit']}: {', '.join(flagged)}" if flagged else f"; all <= {tells['limit']}")
         )
+    if stats.get("tell_audit"):
+        lines += tell_audit.format_audit(stats["tell_audit"])
     return "\n".join(lines)

@@ -9,10 +9,17 @@ the expected value's `api` mapping (for a changed preference: the new value's).
 from __future__ import annotations
 
 from iba.construct.fixed_params import extract_fixed_params
-from iba.construct.plan import Constraint, InstancePlan
+from iba.construct.plan import Constraint, DistractorItem, InstancePlan
 from iba.construct.qa import qa_probe
 from iba.construct.rng import derive, iso
-from iba.types import AnswerKey, Checkpoint, EvidenceLabel, Slot, TaskView
+from iba.types import AnswerKey, Checkpoint, DistractorLabel, EvidenceLabel, Slot, TaskView
+
+Spans = dict[str, dict[str, tuple[int, int, str]]]  # item key -> name -> (start, end, clause)
+
+
+def _span(spans: Spans, key: str, name: str) -> dict:
+    hit = spans.get(key, {}).get(name)
+    return {} if hit is None else {"span": (hit[0], hit[1]), "clause": hit[2]}
 
 STATE_SIGNAL = "direct_statement"  # a state mention states the situation; the constraint is implied
 
@@ -33,7 +40,7 @@ def task_view(inst: InstancePlan) -> TaskView:
     )
 
 
-def _labels(inst: InstancePlan) -> list[EvidenceLabel]:
+def _labels(inst: InstancePlan, spans: Spans) -> list[EvidenceLabel]:
     labels = []
     for item in inst.evidence:
         for r in item.reveals:
@@ -45,6 +52,7 @@ def _labels(inst: InstancePlan) -> list[EvidenceLabel]:
                     value=r.value,
                     timestamp=item.timestamp,
                     superseded=r.superseded,
+                    **_span(spans, item.key, r.dimension),
                 )
             )
     for m in inst.states:
@@ -52,7 +60,8 @@ def _labels(inst: InstancePlan) -> list[EvidenceLabel]:
             if c.source == "state" and c.state is m.state:
                 labels.append(
                     EvidenceLabel(
-                        turn_id=m.turn_id, signal_type=STATE_SIGNAL, dimension=c.dimension.id, value=c.expected.id, timestamp=m.timestamp
+                        turn_id=m.turn_id, signal_type=STATE_SIGNAL, dimension=c.dimension.id, value=c.expected.id, timestamp=m.timestamp,
+                        **_span(spans, m.key, "state"),
                     )
                 )
     labels.sort(key=lambda e: (e.timestamp, e.turn_id, e.dimension))
@@ -70,9 +79,11 @@ def _expected_text(c: Constraint) -> str:
     return c.expected.text
 
 
-def answer_key(inst: InstancePlan, seed: int) -> AnswerKey:
+def answer_key(inst: InstancePlan, seed: int, spans: Spans | None = None) -> AnswerKey:
+    """The hidden key of an instance; `spans` (from the writer, once the text exists) locate each
+    evidence clause in its turn. Without them the labels carry no span."""
     s = inst.scenario
-    labels = _labels(inst)
+    labels = _labels(inst, spans or {})
     rng = derive(seed, inst.instance_id, "qa")
     checkpoints: list[Checkpoint] = []
     slots: list[Slot] = []
@@ -118,3 +129,14 @@ def answer_key(inst: InstancePlan, seed: int) -> AnswerKey:
             qa.append(qa_probe(rng, f"{sid}-qa", sid, c, s.name))
     fixed = extract_fixed_params(inst.template, s.api) if s.api else {}
     return AnswerKey(instance_id=inst.instance_id, checkpoints=checkpoints, slots=slots, evidence=labels, qa=qa, fixed_params=fixed)
+
+
+def distractor_label(user_id: str, item: DistractorItem, spans: Spans | None = None) -> list[DistractorLabel]:
+    """One label per preference the distractor turn voices."""
+    return [
+        DistractorLabel(
+            user_id=user_id, turn_id=item.turn_id, form=item.form, scenario=item.scenario.id, dimension=r.dimension,  # type: ignore[arg-type]
+            value=r.value, signal_type=item.signal_type, **_span(spans or {}, item.key, r.dimension),  # type: ignore[arg-type]
+        )
+        for r in item.reveals
+    ]

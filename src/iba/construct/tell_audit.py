@@ -1,0 +1,183 @@
+"""The tell audit: can wording alone find the evidence?
+
+A benchmark whose evidence a bag of words can find measures wording, not implicit alignment. The
+audit trains a lexical classifier (TF-IDF of word 1-2-grams, logistic regression with
+scikit-learn's default regularisation; the `audit` extra) to tell evidence turns (every turn the answer key cites) from the other user turns,
+on the histories of some personas, and tests it on others':
+
+- precision at N: of the N user turns it ranks highest (N = the evidence turns of the test
+  personas), the share that are evidence (random ranking: the evidence share, ~1-2%);
+- AUC evidence vs all other user turns (real text scores high too: preference talk reads unlike
+  other talk), and AUC evidence vs distractor preferences (where the dataset has them): only
+  meaning should tell those apart;
+- the n-grams that weigh most towards "evidence" (what a reader would call the tells).
+
+It also measures how often sentences repeat: per history, the share of user sentences longer than
+25 characters whose text occurs 10 or more times in that history (median over histories), and the
+most times any sentence that long occurs in one history (the builder bounds it, see
+iba.construct.sentences). Personas are split at random with a seed, so the figures are reproducible.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from iba.construct.sentences import LONG, sentences
+
+MAX_PERSONAS = 60  # audited personas (train on 2/3, test on 1/3): the issue's 40 + 20
+C = 1.0  # scikit-learn's default regularisation: the audit is an off-the-shelf classifier, not one tuned to either side
+TRAIN_SHARE = 2 / 3
+RECUR = 10  # "recurs": a sentence occurring this many times or more in one history
+TOP_FEATURES = 12
+N_FEATURES = 1 << 20
+
+
+def _auc(pos: np.ndarray, neg: np.ndarray) -> float | None:
+    from iba.construct.stats import auc
+
+    return round(auc(pos, neg), 4) if len(pos) and len(neg) else None
+
+
+def _user_turns(path: Path) -> list[tuple[str, str, str]]:
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                t = json.loads(line)
+                out.append((t["id"], t["role"], t["text"]))
+    return out
+
+
+def recurrence(turns: list[tuple[str, str, str]]) -> tuple[float, int]:
+    """(share of the user's long sentence occurrences that recur >= RECUR times, the most times
+    any long sentence of either role occurs) for one history."""
+    user: Counter[str] = Counter()
+    every: Counter[str] = Counter()
+    for _, role, text in turns:
+        for s in sentences(text):
+            if len(s) > LONG:
+                key = " ".join(s.lower().split())
+                every[key] += 1
+                if role == "user":
+                    user[key] += 1
+    total = sum(user.values())
+    share = sum(n for n in user.values() if n >= RECUR) / total if total else 0.0
+    return share, max(every.values(), default=0)
+
+
+def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None = None, *,
+          seed: int = 0, max_personas: int = MAX_PERSONAS) -> dict[str, Any]:
+    """The tell audit of the dataset at `root`. `evidence`: user id -> the turn ids its answer keys
+    cite; `distractors`: user id -> its distractor turn ids -> their form (None or empty: none)."""
+    root = Path(root)
+    users = sorted(u for u in evidence if (root / "histories" / f"{u}.jsonl").exists())
+    random.Random(seed).shuffle(users)
+    users = users[:max_personas]
+    out: dict[str, Any] = {"personas": len(users), "seed": seed}
+    histories = {u: _user_turns(root / "histories" / f"{u}.jsonl") for u in users}
+    shares, maxima = zip(*(recurrence(histories[u]) for u in users)) if users else ((), ())
+    out["recurrence"] = {
+        "threshold": RECUR,
+        "long_chars": LONG,
+        "median_share": round(median(shares), 4) if shares else None,
+        "max_repeats": max(maxima, default=0),
+    }
+    n_train = int(round(len(users) * TRAIN_SHARE))
+    if n_train < 1 or len(users) - n_train < 1:
+        out["classifier"] = {"available": False, "reason": f"needs at least 2 personas with evidence, has {len(users)}"}
+        return out
+    try:
+        from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer, TfidfTransformer
+        from sklearn.linear_model import LogisticRegression
+    except ImportError:
+        out["classifier"] = {"available": False, "reason": "scikit-learn is not installed: pip install 'iba[audit]'"}
+        return out
+
+    def rows(part: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, list[str]]:
+        texts, is_ev, is_dis, forms = [], [], [], []
+        for u in part:
+            ev, dis = evidence.get(u, set()), (distractors or {}).get(u, {})
+            for tid, role, text in histories[u]:
+                if role == "user":
+                    texts.append(text)
+                    is_ev.append(tid in ev)
+                    is_dis.append(tid in dis and tid not in ev)
+                    forms.append(dis.get(tid, ""))
+        return texts, np.array(is_ev, dtype=bool), np.array(is_dis, dtype=bool), forms
+
+    train, test = users[:n_train], users[n_train:]
+    x_train, y_train, _, _ = rows(train)
+    x_test, y_test, dis_test, forms_test = rows(test)
+    if y_train.sum() == 0 or y_train.all() or y_test.sum() == 0:
+        out["classifier"] = {"available": False, "reason": "a split has no evidence turns (or nothing else)"}
+        return out
+    # hashed n-grams: no vocabulary of every bigram of ~100,000 turns in memory (that alone took
+    # ~400 MB at full size); 2^20 buckets keep collisions negligible
+    hasher = HashingVectorizer(ngram_range=(1, 2), lowercase=True, alternate_sign=False, norm=None, n_features=N_FEATURES, dtype=np.float32)
+    tfidf = TfidfTransformer(sublinear_tf=True)
+    xt = tfidf.fit_transform(hasher.transform(x_train))
+    clf = LogisticRegression(C=C, max_iter=2000, solver="liblinear", random_state=seed)
+    clf.fit(xt, y_train)
+    scores = clf.decision_function(tfidf.transform(hasher.transform(x_test)))
+    n = int(y_test.sum())
+    top = np.argsort(-scores, kind="mergesort")[:n]
+    # names for the heaviest buckets: the n-grams of the training evidence turns, hashed the same way
+    ev_vocab = CountVectorizer(ngram_range=(1, 2), lowercase=True).fit([x for x, e in zip(x_train, y_train) if e]).get_feature_names_out()
+    # each n-gram hashed as one feature string (the way the hasher hashes the n-grams it extracts)
+    index = HashingVectorizer(analyzer=lambda g: [g], alternate_sign=False, norm=None, n_features=N_FEATURES).transform(ev_vocab).indices
+    weights = clf.coef_[0]
+    named = sorted(((float(weights[i]), str(g)) for g, i in zip(ev_vocab, index)), reverse=True)
+    out["classifier"] = {
+        "available": True,
+        "model": f"tfidf of hashed word 1-2-grams (2^20, sublinear tf) + logistic regression (C {C}, liblinear)",
+        "train_personas": len(train),
+        "test_personas": len(test),
+        "test_user_turns": int(len(y_test)),
+        "test_evidence_turns": n,
+        "test_distractor_turns": int(dis_test.sum()),
+        "evidence_share": round(n / len(y_test), 4),
+        "precision_at_n": round(float(y_test[top].mean()), 4),
+        "distractor_share_at_n": round(float(dis_test[top].mean()), 4),
+        "auc_evidence_vs_rest": _auc(scores[y_test], scores[~y_test]),
+        "auc_evidence_vs_distractors": _auc(scores[y_test], scores[dis_test]) if dis_test.any() else None,
+        "auc_evidence_vs_distractor_form": {
+            f: _auc(scores[y_test], scores[dis_test & (np.array(forms_test) == f)]) for f in sorted({x for x in forms_test if x})
+        },
+        "top_evidence_features": [g for _, g in named[:TOP_FEATURES]],
+    }
+    return out
+
+
+# Targets of issue 24 ("IBA-Bench hard for the right reasons"), checked in the tests and shown by
+# `iba stats`: bounds a benchmark should meet, not values tuned to pass.
+TARGETS = {"precision_at_n": 0.30, "auc_evidence_vs_distractors": 0.70, "recurrence_median_share": 0.05}
+
+
+def format_audit(a: dict[str, Any]) -> list[str]:
+    """The audit as a few lines of text (for `iba stats` and the build summary)."""
+    r = a.get("recurrence", {})
+    lines = [
+        f"sentence recurrence: median share of user sentences over {r.get('long_chars')} chars recurring "
+        f">= {r.get('threshold')} times in a history {r.get('median_share')} (target <= {TARGETS['recurrence_median_share']}); "
+        f"most repeats of one such sentence {r.get('max_repeats')} ({a.get('personas')} personas audited)"
+    ]
+    c = a.get("classifier", {})
+    if not c.get("available"):
+        lines.append(f"lexical tell audit: not run ({c.get('reason')})")
+        return lines
+    vs_d = c["auc_evidence_vs_distractors"]
+    lines.append(
+        f"lexical tell audit (train {c['train_personas']} personas, test {c['test_personas']}): precision at N={c['test_evidence_turns']} "
+        f"{c['precision_at_n']} (target <= {TARGETS['precision_at_n']}; evidence share {c['evidence_share']}); "
+        f"AUC evidence vs rest {c['auc_evidence_vs_rest']}; AUC evidence vs distractors "
+        f"{'-' if vs_d is None else vs_d} (target <= {TARGETS['auc_evidence_vs_distractors']})"
+    )
+    lines.append("  strongest evidence n-grams: " + ", ".join(repr(f) for f in c["top_evidence_features"]))
+    return lines
