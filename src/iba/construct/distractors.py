@@ -228,7 +228,7 @@ def plan_distractors(
             # the user's answer to the draft at position 0) says whose it is
             items.append(DistractorItem(
                 key=key, form=form, scenario=s, reveals=[_reveal(r, gd, r.choice(static_values(gd))) for _, gd, _ in group],
-                signal_type=signal, position=_position(r, signal), topic=r.choice(list(s.topics) or [""]), person=r.choice(bank.PEOPLE),
+                signal_type=signal, position=_position(r, signal), topic=r.choice(list(s.topics) or [""]), person=bank.person(r.choice(sorted(bank.PEOPLE))),
                 anchored=any(a for _, _, a in group), recent=r.random() < prof.recent_share,
             ))
             continue

@@ -99,7 +99,7 @@ def find_spans(text: str, named: Sequence[tuple[str, str]]) -> Spans:
 
 
 def _person(rng: random.Random) -> dict[str, str]:
-    who, they, them = rng.choice(bank.PEOPLE)
+    who, they, them = bank.person(rng.choice(sorted(bank.PEOPLE)))
     return {"person": who, "Person": noise.cap(who), "they": they, "them": them, "where": rng.choice(bank.WHERE)}
 
 

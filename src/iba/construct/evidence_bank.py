@@ -66,7 +66,7 @@ COMPLAINT: tuple[str, ...] = (
     "Did you forget? {Cue}!",
     "This again? {Cue}.",
     "That really bugged me, because {cue}.",
-    "I was pretty irritated by that. {Cue}.",
+    "That really was not it. {Cue}.",
     "No, no, no. {Cue}!",
     "{Cue}!",
 )
@@ -89,7 +89,7 @@ DIRECT_STATEMENT: tuple[str, ...] = (
     "Here's the thing about me: {cue}.",
     "Noting this for later: {cue}.",
     "Something to remember: {cue}.",
-    "For the record, {cue}.",
+    "On the record, {cue}.",
     "Just to say, {cue}.",
     "You might as well know that {cue}.",
     "Thought I'd mention that {cue}.",
@@ -150,20 +150,21 @@ ANCHORS: tuple[str, ...] = (
 ANCHOR_PROB = 0.25  # evidence at position 2 names its scenario this often (position 0 always does)
 # Frames that change when a preference is or whether it is real, inside the cue's place in a
 # signal-type wrapper (so a distractor is built by the same machinery as evidence).
-PEOPLE: tuple[tuple[str, str, str], ...] = (  # (who, they, them)
-    ("my sister", "she", "her"), ("my brother", "he", "him"), ("my partner", "they", "them"), ("a coworker", "she", "her"),
-    ("my neighbour", "he", "him"), ("my mum", "she", "her"), ("my dad", "he", "him"), ("a friend of mine", "she", "her"),
-    ("my cousin", "he", "him"), ("my flatmate", "they", "them"), ("my boss", "she", "her"), ("an old friend", "he", "him"),
-)
+# who else takes part: who -> (they, them)
+PEOPLE: dict[str, tuple[str, str]] = {
+    "my sister": ("she", "her"), "my brother": ("he", "him"), "my partner": ("they", "them"), "a coworker": ("she", "her"),
+    "my neighbour": ("he", "him"), "my mum": ("she", "her"), "my dad": ("he", "him"), "a friend of mine": ("she", "her"),
+    "my cousin": ("he", "him"), "my flatmate": ("they", "them"), "my boss": ("she", "her"), "an old friend": ("he", "him"),
+}
 WHERE: tuple[str, ...] = (
     "over coffee", "on the phone last night", "at lunch today", "at the weekend", "in the group chat", "at dinner",
     "the other day", "this morning", "at a birthday party", "yesterday",
 )
 # A preference the user no longer holds (a distractor).
 ENDED_FRAMES: tuple[str, ...] = (
-    "back in my student days {cue}, but not anymore", "years ago {cue}, though that changed", "{cue}, or at least that used to be me",
-    "there was a time when {cue}, but not these days", "I used to say {cue}, but that phase is over",
-    "a few years back {cue}; I've moved on since",
+    "back in my student days {cue}, but that was a long time ago", "years ago {cue}, though that changed",
+    "{cue}, or at least that was the old me", "there was a time when {cue}, but that time is gone",
+    "in my twenties I'd have said {cue}; that phase is over", "a few years back {cue}; I've moved on since",
 )
 # A preference the user would have in a situation they are not in (a distractor).
 HYPOTHETICAL_FRAMES: tuple[str, ...] = (
@@ -173,7 +174,7 @@ HYPOTHETICAL_FRAMES: tuple[str, ...] = (
 )
 # The newer value of a changed preference, said as new (evidence): shares "these days" with ended frames.
 RECENT_FRAMES: tuple[str, ...] = (
-    "these days {cue}", "lately {cue}", "{cue}, these days", "{cue}, at least lately", "things have changed: {cue}",
+    "lately {cue}", "{cue}, at least lately", "things have changed: {cue}", "as of this year, {cue}", "{cue}, as of late",
 )
 RECENT_PROB = 0.5
 # The assistant's reply to a distractor told in passing (other people's, ended, hypothetical).
@@ -297,3 +298,8 @@ STATE_REPLIES: tuple[str, ...] = (
     "Sorry you're dealing with that. Here's what I'd say about the rest:",
     "Wishing you a quick recovery from all that. Now, about your question:",
 )
+
+
+def person(name: str) -> tuple[str, str, str]:
+    """(who, they, them) of one of PEOPLE."""
+    return (name, *PEOPLE[name])
