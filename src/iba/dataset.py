@@ -58,9 +58,22 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def write_jsonl(path: Path, records: Iterable[BaseModel]) -> int:
-    lines = [r.model_dump_json() for r in records]
-    atomic_write_text(path, "".join(line + "\n" for line in lines))
-    return len(lines)
+    """One record per line, streamed into a temporary file that is renamed into place (the full
+    build writes ~135,000 distractor labels: held as one string they cost hundreds of MB)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    n = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for r in records:
+                f.write(r.model_dump_json())
+                f.write("\n")
+                n += 1
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return n
 
 
 def read_jsonl_lines(path: Path, model: type[M]) -> Iterator[tuple[int, M]]:
