@@ -74,7 +74,9 @@ def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", type=Path, help="dataset directory (from `iba build` or `iba import`)")
+    p.add_argument("dataset", type=Path,
+                   help="dataset directory (from `iba build` or `iba import`), a Hugging Face export of one "
+                   "(`iba export hf`), or a Hugging Face hub id (owner/name; downloaded, needs iba[hf])")
     p.add_argument("--answer-key", type=Path, default=None, metavar="PATH",
                    help="the answer key, kept outside the dataset folder (a public release with a hidden test "
                    "split); it is opened only to score an item whose agents have finished, one item at a time. "
@@ -170,6 +172,8 @@ def check_executor(args: argparse.Namespace) -> str | None:
 def main(args: argparse.Namespace) -> int:
     from iba.agents.base import AgentEnv
     from iba.dataset import Dataset, DatasetError
+    from iba.hf import HFError
+    from iba.hf.load import dataset_dir
     from iba.run.runner import RunConfig, make_agent, run_dataset, select_instances
     from iba.run.store import Store, StoreError
 
@@ -182,9 +186,11 @@ def main(args: argparse.Namespace) -> int:
                   "not opened before the agents run)", file=sys.stderr)
             return 2
     try:
+        # a Hugging Face export or hub id is read back into an IBA folder under --cache-dir
+        args.dataset = dataset_dir(args.dataset, args.cache_dir)
         ds = Dataset(args.dataset, answer_key=args.answer_key)
         ds.instances  # validate early: a bad line is reported with file and line
-    except DatasetError as e:
+    except (DatasetError, HFError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     problem = check_selection(ds, args.domains, args.scenarios) or check_embedder(args.embedder) or check_executor(args)
