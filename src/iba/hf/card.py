@@ -45,7 +45,8 @@ def dataset_card(manifest: Manifest, stats: dict[str, Any], written: list[dict[s
         features = _features(w["schema"])
         if features is not None:
             infos.append({"config_name": w["name"], "features": features,
-                          "splits": [{"name": SPLIT, "num_examples": w["rows"]}]})
+                          "splits": [{"name": SPLIT, "num_bytes": w["memory_bytes"], "num_examples": w["rows"]}],
+                          "download_size": w["bytes"], "dataset_size": w["memory_bytes"]})
     meta: dict[str, Any] = {
         "license": license or default_license(manifest),
         "pretty_name": pretty_name or f"IBA-Bench: {manifest.name}",

@@ -37,7 +37,8 @@ def _write(pa: Any, root: Path, config: Config, rows: list[dict[str, Any]]) -> d
     path = root / parquet_path(config.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
-    return {"name": config.name, "rows": table.num_rows, "bytes": path.stat().st_size, "schema": table.schema}
+    return {"name": config.name, "rows": table.num_rows, "bytes": path.stat().st_size, "schema": table.schema,
+            "memory_bytes": table.nbytes}
 
 
 def export_hf(src: str | Path, out: str | Path, *, hold_back: bool = False, license: str | None = None,

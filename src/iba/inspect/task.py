@@ -68,11 +68,11 @@ def _keys(dataset: str, cache_dir: str, answer_key: str | None) -> Any:
 
 
 def samples(ds: Dataset, *, limit: int | None, domains: list[str] | None, scenarios: list[str] | None) -> list[Sample]:
-    from iba.run.run_cmd import check_selection
-
-    problem = check_selection(ds, domains, scenarios)
-    if problem:
-        raise ValueError(problem)
+    for flag, wanted, have in (("domains", domains, {t.domain for t in ds.instances}),
+                               ("scenarios", scenarios, {t.scenario for t in ds.instances})):
+        unknown = [v for v in wanted or [] if v not in have]
+        if unknown:  # a typo would otherwise evaluate nothing
+            raise ValueError(f"-T {flag}: {unknown[0]!r} is not in this dataset (allowed: {', '.join(sorted(have))})")
     tasks = [t for t in ds.instances if (not domains or t.domain in domains) and (not scenarios or t.scenario in scenarios)]
     return [Sample(id=t.instance_id, input=t.query,
                    metadata={"domain": t.domain, "scenario": t.scenario, "action": t.action, "user_id": t.user_id,
