@@ -133,6 +133,9 @@ def test_cli_export_and_bad_input(demo_with_labels, tmp_path, capsys):
     (busy / "notes.txt").write_text("mine")
     assert main(["export", "hf", str(demo_with_labels), str(busy)]) == 2
     assert "not an earlier export" in capsys.readouterr().err and (busy / "notes.txt").exists()
+    (tmp_path / "afile").write_text("x")
+    assert main(["export", "hf", str(demo_with_labels), str(tmp_path / "afile")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
     assert main(["export", "hf", str(tmp_path / "nothing"), str(tmp_path / "o")]) == 2
     assert "not an IBA dataset" in capsys.readouterr().err
 

@@ -51,6 +51,8 @@ def export_hf(src: str | Path, out: str | Path, *, hold_back: bool = False, lice
     ds.check()  # a broken dataset is reported with file:line here, not after a partial export
     if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
         raise HFError(f"{out}: write the export outside the dataset folder {src}")
+    if out.exists() and not out.is_dir():
+        raise HFError(f"{out}: exists and is not a folder")
     if out.exists() and not (out / MANIFEST).exists() and any(out.iterdir()):
         raise HFError(f"{out}: exists and is not an earlier export (no {MANIFEST}); choose an empty or new folder")
     from iba.construct.stats import compute_stats
