@@ -14,8 +14,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(instances, histories, personas, answer_key, distractors) and README.md, the dataset "
                         "card. Load it with datasets.load_dataset(OUT, 'instances') or pyarrow; run agents on it "
                         "with `iba run OUT`. Needs the hf extra (pip install 'iba[hf]').")
-    hf.add_argument("dataset", type=Path, help="dataset directory (from `iba build` or `iba import`)")
-    hf.add_argument("out", type=Path, help="output folder (created; an earlier export there is replaced)")
+    hf.add_argument("dataset", type=Path, metavar="DIR", help="dataset directory (from `iba build` or `iba import`)")
+    hf.add_argument("out", type=Path, metavar="OUT", help="output folder (created; an earlier export there is replaced)")
     hf.add_argument("--hold-back", action="store_true",
                     help="leave out the evaluator-only configs (answer key, distractor labels): a public release "
                     "with a hidden test split, scored with `iba run OUT --answer-key PATH`")

@@ -21,7 +21,7 @@ def _prices(text: str) -> tuple[float, float]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     pr = sub.add_parser("prepare", help="write a submission file from a result store",
-                        description="One entry per agent x model of STORE on the dataset: Table 4 per domain with 95%% "
+                        description="One entry per agent x model of STORE on the dataset: Table 4 per domain with 95% "
                         "bootstrap intervals and n, pass^k where trials > 1, tokens (and cost with --usd-per-mtok), "
                         "the dataset's generator, seed and tell audit, the judges with their judge-check, and "
                         "flags for modified prompts and omitted instances.")
