@@ -39,7 +39,8 @@ def model_slug(model_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model_id).strip("_")[:80] or "model"
 
 
-def _read_lines(path: Path, model: type, what: str) -> list[tuple[int, Any]]:
+def read_lines(path: Path, model: type, what: str) -> list[tuple[int, Any]]:
+    """(line number, record) of every non-blank line of a Batch API file; BatchError names file:line."""
     out = []
     try:
         raw = path.read_bytes().decode("utf-8-sig")
@@ -102,13 +103,13 @@ class BatchFolder:
         self.requests: dict[str, RequestLine] = {}
         self.sent: Counter[str] = Counter()  # custom_id -> rounds it is in
         for f in self.request_files():
-            for _, line in _read_lines(f, RequestLine, "request"):
+            for _, line in read_lines(f, RequestLine, "request"):
                 self.requests.setdefault(line.custom_id, line)
                 self.sent[line.custom_id] += 1
         self.answers: dict[str, ResultLine] = {}
         self.failures: dict[str, list[ResultLine]] = {}
         for f in self.result_files():
-            for _, line in _read_lines(f, ResultLine, "output"):
+            for _, line in read_lines(f, ResultLine, "output"):
                 if line.ok:
                     self.answers.setdefault(line.custom_id, line)
                 else:
@@ -191,7 +192,7 @@ class BatchFolder:
         """A results file from elsewhere (`iba batch import`), every line checked: its shape, and
         that its custom_id is one of this folder's requests (file:line otherwise)."""
         out = []
-        for lineno, line in _read_lines(path, ResultLine, "output"):
+        for lineno, line in read_lines(path, ResultLine, "output"):
             if line.custom_id not in self.requests:
                 raise BatchError(f"{path}:{lineno}: custom_id {line.custom_id!r} is not a request of {self.root}")
             out.append(line)

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from iba.batch.folder import BatchError, BatchFolder, _read_lines
+from iba.batch.folder import BatchError, BatchFolder, read_lines
 from iba.batch.lines import URL, RequestLine, ResultLine
 from iba.dataset import atomic_write_text
 
@@ -51,7 +51,7 @@ def submit(folder: BatchFolder, api: Any) -> list[dict[str, Any]]:
         marker = submitted_path(f)
         if marker.exists():
             continue
-        n = len(_read_lines(f, RequestLine, "request"))
+        n = len(read_lines(f, RequestLine, "request"))
         with f.open("rb") as fh:
             upload = api.files.create(file=(f.name, fh), purpose="batch")
         batch = api.batches.create(input_file_id=upload.id, endpoint=URL, completion_window=WINDOW,
@@ -102,7 +102,7 @@ def collect(folder: BatchFolder, api: Any) -> dict[str, Any]:
         errors = getattr(getattr(batch, "errors", None), "data", None) or []
         if errors:
             why += ": " + "; ".join(str(getattr(e, "message", e)) for e in errors[:3])
-        for _, req in _read_lines(f, RequestLine, "request"):
+        for _, req in read_lines(f, RequestLine, "request"):
             if req.custom_id not in seen:  # nothing came back for it: a failed result, sent again next round
                 lines.append(ResultLine(custom_id=req.custom_id, error={"code": f"batch_{batch.status}", "message": why}))
         mine = [x for x in lines if x.custom_id in folder.requests]
