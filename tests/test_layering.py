@@ -16,9 +16,10 @@ LAYERS: list[list[str]] = [
     ["iba", "types", "cancel", "cpus", "argtypes"],
     ["prompts", "llm", "taxonomy"],
     ["dataset", "retrieval"],
-    ["agents", "eval"],
+    ["agents", "eval", "batch"],
     ["construct", "adapters", "run"],
-    ["report"],
+    ["report", "hf"],
+    ["inspect", "submit"],
 ]
 # the top layer may import anything: the dispatcher and the command modules it names
 TOP = {"iba.cli", *(module for module, _ in COMMANDS.values())}

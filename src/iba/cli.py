@@ -25,6 +25,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval-retrieval": ("iba.retrieval.cli", "recall@k of gold evidence for each retrieval method"),
     "index": ("iba.retrieval.index_cmd", "embed the histories into the retrieval index cache ahead of a run (in parallel)"),
     "import": ("iba.adapters.cli", "import external data (PrefEval) as an IBA dataset"),
+    "batch": ("iba.batch.cli", "OpenAI Batch API rounds of `iba run --batch`: status, submit, collect, import, answer"),
+    "submit": ("iba.submit.cli", "a submission file of stored results (prepare) and its check (validate)"),
+    "export": ("iba.hf.cli", "export a dataset as a Hugging Face dataset repository (parquet + dataset card)"),
 }
 
 

@@ -47,6 +47,18 @@ class LLMError(RuntimeError):
     """A model call failed after its retries. Callers record the item as errored."""
 
 
+class CallDeferred(BaseException):
+    """A model call whose answer is not there yet: its request was handed to a batch (iba.batch) and
+    a later run replays the answer. Not an error of anyone's: the work that made the call stops
+    here, is stored nowhere, and is done again by that later run. A BaseException, like
+    asyncio.CancelledError, so that no `except Exception` in an agent or judge turns it into a
+    failed record or an unscored verdict."""
+
+    def __init__(self, custom_id: str) -> None:
+        super().__init__(custom_id)
+        self.custom_id = custom_id
+
+
 class Backend(ABC):
     """An LLM provider. `model_id` is the model string it was built from (no secrets in it)."""
 

@@ -163,17 +163,7 @@ class OpenAICompatBackend(Backend):
     ) -> Completion:
         check_tool_choice(tools, tool_choice)
         params = request_params(max_tokens, temperature, seed, json_schema, tools, tool_choice, stop)
-        request: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature}
-        if seed is not None:
-            request["seed"] = seed
-        if stop:
-            request["stop"] = stop
-        if tools:
-            request["tools"] = openai_tools(tools)
-            if tool_choice in ("auto", "none", "required"):
-                request["tool_choice"] = tool_choice
-            elif tool_choice:
-                request["tool_choice"] = {"type": "function", "function": {"name": tool_choice}}
+        request = chat_request(self.model, max_tokens, temperature, seed, tools, tool_choice, stop)
         msgs = openai_messages(messages)
         use_json = json_schema is not None and not tools
 
@@ -254,53 +244,7 @@ class OpenAICompatBackend(Backend):
         return self._completion(resp, tools, request["max_tokens"])
 
     def _completion(self, resp: Any, tools: list[ToolSpec] | None, max_tokens: int) -> Completion:
-        if isinstance(resp, str):  # the SDK hands back the text of a non-JSON content-type
-            raise _BadResponse(f"the reply is not JSON: {resp[:200]!r}")
-        try:
-            choice = resp.choices[0]
-            msg = choice.message
-            text = msg.content or ""
-            finish = choice.finish_reason
-        except (AttributeError, IndexError, KeyError, TypeError):
-            # the SDK builds the response without validating it: a JSON body of another shape lands here
-            raise _BadResponse("the reply is JSON but not a chat completion (no choices[0].message)") from None
-        calls: list[ToolCall] = []
-        unparsed: list[str] = []
-        for i, tc in enumerate(msg.tool_calls or []):
-            fn = getattr(tc, "function", None)
-            if fn is None:
-                continue
-            try:
-                calls.append(ToolCall(id=tc.id or f"call_{i}", name=fn.name, arguments=parse_arguments(fn.arguments)))
-            except ValueError:
-                # Keep what the model wrote visible instead of dropping a malformed call.
-                unparsed.append(f"<tool_call>\n{json.dumps({'name': fn.name, 'arguments': fn.arguments})}\n</tool_call>")
-        if unparsed:
-            text = "\n".join([text, *unparsed]).strip()
-        if tools and not calls and text:
-            # Servers without tool parsing return the model's Hermes-format calls as plain text.
-            text, calls = parse_text_tool_calls(text, [t.name for t in tools])
-        usage = getattr(resp, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None) or 0
-        completion_tokens = getattr(usage, "completion_tokens", None) or 0
-        # servers with prefix caching (vLLM, OpenAI) report the prompt tokens they did not recompute
-        reused = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None) or 0
-        if finish == "length" and 0 < int(completion_tokens) < max_tokens:
-            # Not our max_tokens: the server (its context, a limit, a proxy) cut the reply. Returning
-            # it would score a mutilated answer as the agent's own.
-            raise _Truncated(
-                f"the server stopped the reply after {completion_tokens} of max_tokens={max_tokens} tokens "
-                "(finish_reason=length)"
-            )
-        return Completion(
-            text=text,
-            tool_calls=calls,
-            prompt_tokens=int(prompt_tokens),
-            completion_tokens=int(completion_tokens),
-            reused_prompt_tokens=int(reused),
-            model=self.model_id,
-            finish_reason="tool_calls" if calls else finish,
-        )
+        return parse_chat_completion(resp, tools, max_tokens, self.model_id)
 
     def _client_for(self, ep: Endpoint) -> Any:
         """The SDK client of endpoint `ep`; new ones per event loop (a connection pool is bound to
@@ -322,6 +266,77 @@ class OpenAICompatBackend(Backend):
             for client in self._clients.values():
                 await client.close()
         self._clients = {}
+
+
+def chat_request(model: str, max_tokens: int, temperature: float, seed: int | None, tools: list[ToolSpec] | None,
+                 tool_choice: str | None, stop: list[str] | None) -> dict[str, Any]:
+    """The Chat Completions request of one call, less its messages and response_format (shared with
+    the Batch API request lines of iba.batch)."""
+    request: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": temperature}
+    if seed is not None:
+        request["seed"] = seed
+    if stop:
+        request["stop"] = stop
+    if tools:
+        request["tools"] = openai_tools(tools)
+        if tool_choice in ("auto", "none", "required"):
+            request["tool_choice"] = tool_choice
+        elif tool_choice:
+            request["tool_choice"] = {"type": "function", "function": {"name": tool_choice}}
+    return request
+
+
+def parse_chat_completion(resp: Any, tools: list[ToolSpec] | None, max_tokens: int, model_id: str) -> Completion:
+    """A Completion from the SDK's chat completion object (a server's reply, or a line of a Batch API
+    output file: iba.batch). Raises _BadResponse for what is not a chat completion and _Truncated
+    for a reply the server cut short."""
+    if isinstance(resp, str):  # the SDK hands back the text of a non-JSON content-type
+        raise _BadResponse(f"the reply is not JSON: {resp[:200]!r}")
+    try:
+        choice = resp.choices[0]
+        msg = choice.message
+        text = msg.content or ""
+        finish = choice.finish_reason
+    except (AttributeError, IndexError, KeyError, TypeError):
+        # the SDK builds the response without validating it: a JSON body of another shape lands here
+        raise _BadResponse("the reply is JSON but not a chat completion (no choices[0].message)") from None
+    calls: list[ToolCall] = []
+    unparsed: list[str] = []
+    for i, tc in enumerate(msg.tool_calls or []):
+        fn = getattr(tc, "function", None)
+        if fn is None:
+            continue
+        try:
+            calls.append(ToolCall(id=tc.id or f"call_{i}", name=fn.name, arguments=parse_arguments(fn.arguments)))
+        except ValueError:
+            # Keep what the model wrote visible instead of dropping a malformed call.
+            unparsed.append(f"<tool_call>\n{json.dumps({'name': fn.name, 'arguments': fn.arguments})}\n</tool_call>")
+    if unparsed:
+        text = "\n".join([text, *unparsed]).strip()
+    if tools and not calls and text:
+        # Servers without tool parsing return the model's Hermes-format calls as plain text.
+        text, calls = parse_text_tool_calls(text, [t.name for t in tools])
+    usage = getattr(resp, "usage", None)
+    prompt_tokens = getattr(usage, "prompt_tokens", None) or 0
+    completion_tokens = getattr(usage, "completion_tokens", None) or 0
+    # servers with prefix caching (vLLM, OpenAI) report the prompt tokens they did not recompute
+    reused = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None) or 0
+    if finish == "length" and 0 < int(completion_tokens) < max_tokens:
+        # Not our max_tokens: the server (its context, a limit, a proxy) cut the reply. Returning
+        # it would score a mutilated answer as the agent's own.
+        raise _Truncated(
+            f"the server stopped the reply after {completion_tokens} of max_tokens={max_tokens} tokens "
+            "(finish_reason=length)"
+        )
+    return Completion(
+        text=text,
+        tool_calls=calls,
+        prompt_tokens=int(prompt_tokens),
+        completion_tokens=int(completion_tokens),
+        reused_prompt_tokens=int(reused),
+        model=model_id,
+        finish_reason="tool_calls" if calls else finish,
+    )
 
 
 def _with_schema_instruction(msgs: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:

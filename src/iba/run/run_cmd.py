@@ -74,7 +74,9 @@ def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", type=Path, help="dataset directory (from `iba build` or `iba import`)")
+    p.add_argument("dataset", type=Path,
+                   help="dataset directory (from `iba build` or `iba import`), a Hugging Face export of one "
+                   "(`iba export hf`), or a Hugging Face hub id (owner/name; downloaded, needs iba[hf])")
     p.add_argument("--answer-key", type=Path, default=None, metavar="PATH",
                    help="the answer key, kept outside the dataset folder (a public release with a hidden test "
                    "split); it is opened only to score an item whose agents have finished, one item at a time. "
@@ -104,6 +106,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=positive_float, default=900.0, help="seconds per agent action before it is errored")
     p.add_argument("--embedder", default="minilm", help="retrieval embedder (default: minilm = all-MiniLM-L6-v2, offline)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--batch", type=Path, default=None, metavar="DIR",
+                   help="call no model: write every pending call (agent steps and judges) as OpenAI Batch API "
+                   "request files in DIR (a new round each run), replay the answers already there, and exit 3 "
+                   "while calls await answers. Send a round with `iba batch submit DIR` and fetch it with `iba "
+                   "batch collect DIR`, or answer it offline (`iba batch answer DIR --model M`, `iba batch "
+                   "import DIR FILE`); then rerun this command. Done when it exits 0 (docs: README, Use with)")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local: agents run in this process (default); ray: on Ray workers, each with its own "
                    "backend and index cache, results stored by this process (needs iba[ray]; docs/scaling.md)")
@@ -170,6 +178,8 @@ def check_executor(args: argparse.Namespace) -> str | None:
 def main(args: argparse.Namespace) -> int:
     from iba.agents.base import AgentEnv
     from iba.dataset import Dataset, DatasetError
+    from iba.hf import HFError
+    from iba.hf.load import dataset_dir
     from iba.run.runner import RunConfig, make_agent, run_dataset, select_instances
     from iba.run.store import Store, StoreError
 
@@ -182,18 +192,26 @@ def main(args: argparse.Namespace) -> int:
                   "not opened before the agents run)", file=sys.stderr)
             return 2
     try:
+        # a Hugging Face export or hub id is read back into an IBA folder under --cache-dir
+        args.dataset = dataset_dir(args.dataset, args.cache_dir)
         ds = Dataset(args.dataset, answer_key=args.answer_key)
         ds.instances  # validate early: a bad line is reported with file and line
-    except DatasetError as e:
+    except (DatasetError, HFError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     problem = check_selection(ds, args.domains, args.scenarios) or check_embedder(args.embedder) or check_executor(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    if args.batch is not None and args.executor == "ray":
+        print("error: argument --batch: not with --executor ray (batch rounds replay in this process)", file=sys.stderr)
+        return 2
     try:
         backend = backend_from_args(args.model, args)
         judges = judge_backends(args.judges, backend, args)
+        folder = None
+        if args.batch is not None:
+            backend, judges, folder = batch_backends(args.batch, backend, judges)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -256,15 +274,50 @@ def main(args: argparse.Namespace) -> int:
         + (f"{summary.retried} errored records retried, " if summary.retried else "")
         + (f"{summary.rescored} stored records scored, " if summary.rescored else "")
         + (f"{summary.elsewhere} run by another process on this store, " if summary.elsewhere else "")
-        + f"{summary.ok} ok, {summary.failed} failed (scored 0), {summary.errored} errored "
+        + f"{summary.ok} ok, {summary.failed} failed (scored 0), {summary.errored} errored"
+        + (f", {summary.deferred} waiting for batch answers" if folder is not None else "") + " "
         f"in {summary.wall_s:.1f}s; {summary.usage.llm_calls} LLM calls, "
         f"{summary.usage.prompt_tokens} prompt + {summary.usage.completion_tokens} completion tokens"
     )
     for line in summary.errors[:5]:
         print(f"  {line}", file=sys.stderr)
+    status = debt_status(summary)
+    if folder is not None:
+        status = batch_round(folder, summary, status)
     key_arg = f" --answer-key {args.answer_key}" if args.answer_key else ""
     print(f"store: {args.store}  ->  iba report {args.store} --dataset {args.dataset}{key_arg} --out report/")
-    return debt_status(summary)
+    return status
+
+
+def batch_backends(root: Path, backend, judges: list):
+    """The run's backend and judges answered from batch folder `root` (made if new); the same judge
+    object as the run's backend stays one object."""
+    from iba.batch.backend import BatchBackend
+    from iba.batch.folder import BatchFolder
+
+    folder = BatchFolder(root, create=True)
+    wrapped = {id(backend): BatchBackend(backend, folder)}
+    for j in judges:
+        wrapped.setdefault(id(j), BatchBackend(j, folder))
+    return wrapped[id(backend)], [wrapped[id(j)] for j in judges], folder
+
+
+def batch_round(folder, summary, status: int) -> int:
+    """Write this run's new requests as the next round and say what to do next: 3 while calls
+    await answers, else the run's own status."""
+    round_dir, written, waiting = folder.flush()
+    if round_dir is not None:
+        files = ", ".join(str(f) for f in folder.request_files(round_dir))
+        print(f"batch: {written} request(s) written to {files}" + (f"; {waiting} more await an earlier round" if waiting else ""))
+    elif waiting:
+        print(f"batch: no new requests; {waiting} await their answers in {folder.root} (`iba batch status {folder.root}`)")
+    if summary.deferred:
+        print(f"batch: {summary.deferred} item(s) wait for answers. Next: `iba batch submit {folder.root}` then "
+              f"`iba batch collect {folder.root}` (or `iba batch answer {folder.root} --model M` / `iba batch import "
+              f"{folder.root} RESULTS.jsonl`), then rerun this command", file=sys.stderr)
+        return 3
+    print(f"batch: every call of this selection is answered ({folder.root})")
+    return status
 
 
 def debt_status(summary) -> int:

@@ -24,7 +24,7 @@ from iba.agents.base import Agent, AgentEnv, parse_agent_spec
 from iba.dataset import Dataset, DatasetError
 from iba.eval.qa import SEPARATOR, qa_prompt
 from iba.eval.scoring import score_record
-from iba.llm.base import Backend
+from iba.llm.base import Backend, CallDeferred
 from iba.run.failures import classify
 from iba.run.store import Store
 from iba.types import Action, AnswerKey, QAProbe, RunRecord, TaskView, Turn, Usage, stable_hash
@@ -72,6 +72,9 @@ class RunSummary:
     # (--retry-errored) and score records whose judge call failed (judged again by a rerun)
     errored_total: int = 0
     judge_errored: int = 0
+    # `iba run --batch`: items whose action or scoring stopped at a call that awaits its batch answer
+    # (not stored, or stored unscored; the next run with the answers goes on from there)
+    deferred: int = 0
 
 
 def dataset_id(ds: Dataset) -> str:
@@ -333,9 +336,12 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
                 rec = store.get_run(k)
                 if rec is not None and rec.instance_id in plan.pending:  # held back: after this run's agents
                     plan.deferred.setdefault(rec.instance_id, []).append(rec)
-                elif rec is not None and await score_stored(rec, by_id, keys, store, judges=judges,
-                                                            judge_repeats=cfg.judge_repeats):
-                    summary.rescored += 1
+                elif rec is not None:
+                    try:
+                        if await score_stored(rec, by_id, keys, store, judges=judges, judge_repeats=cfg.judge_repeats):
+                            summary.rescored += 1
+                    except CallDeferred:  # a judge call awaits its batch answer
+                        summary.deferred += 1
     return plan
 
 
@@ -427,6 +433,8 @@ async def run_dataset(
                     dataset=plan.dataset, model=backend.model_id, trial=item.trial, cfg=cfg,
                 )
                 await finish(plan, rec, store, cfg, bar, judges=judges)
+            except CallDeferred:  # the action, or its judging, awaits a batch answer: a later run goes on
+                summary.deferred += 1
             finally:
                 store.release(item.key)
 

@@ -1,0 +1,77 @@
+"""The backend of `iba run --batch`: answers calls from a batch folder, defers the others.
+
+It stands in for the run's real backend (`inner`), whose model string, context window and token
+counter it keeps, so agents and judges build exactly the prompts a direct run builds; `inner` is
+never asked to complete anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from iba.batch.folder import BatchFolder
+from iba.batch.lines import request_line, result_completion
+from iba.llm.base import Backend, CallDeferred, Completion, ToolSpec
+from iba.llm.retry import ModelBadResponse, ModelCallError, ModelRequestRejected
+from iba.llm.toolcalls import check_tool_choice
+
+
+def served_name(model_id: str) -> str:
+    """The model name a provider is sent: `openai:NAME` -> NAME; other model strings as they are
+    (an offline answerer reads its own --model)."""
+    prefix, _, rest = model_id.partition(":")
+    return rest if prefix == "openai" and rest else model_id
+
+
+class BatchBackend(Backend):
+    def __init__(self, inner: Backend, folder: BatchFolder) -> None:
+        self.inner = inner
+        self.folder = folder
+        self.model_id = inner.model_id
+        self.deferred = 0  # calls deferred by this backend in this process
+
+    @property
+    def context_window(self) -> int:  # type: ignore[override]
+        return self.inner.context_window
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        json_schema: dict[str, Any] | None = None,
+        tools: list[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        stop: list[str] | None = None,
+    ) -> Completion:
+        check_tool_choice(tools, tool_choice)
+        if tool_choice == "none" or not tools:
+            tools, tool_choice = None, None
+        line = request_line(self.model_id, served_name(self.model_id), messages, max_tokens=max_tokens,
+                            temperature=temperature, seed=seed, json_schema=json_schema, tools=tools,
+                            tool_choice=tool_choice, stop=stop)
+        cid = line.custom_id
+        state = self.folder.state(cid)
+        if state == "answered":
+            try:
+                return result_completion(self.folder.answers[cid], tools, max_tokens, self.model_id)
+            except ValueError as e:
+                raise ModelBadResponse(f"{self.model_id}: batch result: {e}") from None
+        if state in ("rejected", "given_up"):
+            failed = self.folder.failures[cid]
+            cls = ModelRequestRejected if state == "rejected" else ModelCallError
+            raise cls(f"{self.model_id}: batch request {cid} failed ({len(failed)} result(s)): {failed[-1].problem()}",
+                      attempts=len(failed))
+        self.folder.want(self.model_id, line)
+        self.deferred += 1
+        raise CallDeferred(cid)
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()

@@ -1,0 +1,132 @@
+"""`iba submit prepare|validate`: a results file to share (iba-submission/1), and its check."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _prices(text: str) -> tuple[float, float]:
+    try:
+        a, b = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give PROMPT,COMPLETION prices in USD per million tokens, e.g. 0.15,0.6") from None
+    if a < 0 or b < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: prices must be >= 0")
+    return a, b
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    pr = sub.add_parser("prepare", help="write a submission file from a result store",
+                        description="One entry per agent x model of STORE on the dataset: Table 4 per domain with 95% "
+                        "bootstrap intervals and n, pass^k where trials > 1, tokens (and cost with --usd-per-mtok), "
+                        "the dataset's generator, seed and tell audit, the judges with their judge-check, and "
+                        "flags for modified prompts and omitted instances.")
+    pr.add_argument("store", type=Path, help="result store (from `iba run`)")
+    pr.add_argument("--dataset", type=Path, required=True, help="the dataset the runs were on (a folder or an `iba export hf` folder)")
+    pr.add_argument("--answer-key", type=Path, default=None, help="a held-back answer key (as given to `iba run`)")
+    pr.add_argument("--out", type=Path, required=True, help="the submission file to write (JSON)")
+    pr.add_argument("--run", action="append", dest="runs", help="only this run name (repeatable; default: all)")
+    pr.add_argument("--judges", default=None, help="comma-separated judge models whose verdicts count (default: all stored)")
+    pr.add_argument("--name", default=None, help="the submitter's name")
+    pr.add_argument("--email", default=None, help="the submitter's contact email")
+    pr.add_argument("--organization", default=None, help="the submitting organization")
+    pr.add_argument("--notes", default="", help="what differs from the standard protocol (a custom submission needs it)")
+    pr.add_argument("--reference", action="append", default=[], metavar="TITLE=URL", help="a link (code, paper), repeatable")
+    pr.add_argument("--usd-per-mtok", type=_prices, default=None, metavar="IN,OUT",
+                    help="prices in USD per million prompt and completion tokens, to state a cost")
+    pr.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"), help="where an `iba export hf` dataset is read back (default .iba-cache)")
+    va = sub.add_parser("validate", help="check a submission file against the schema",
+                        description="Check FILE against iba-submission/1; with --dataset, also that it was made on "
+                        "that dataset (same generator, seed and manifest). Exits 2 with every problem listed.")
+    va.add_argument("file", type=Path)
+    va.add_argument("--dataset", type=Path, default=None, help="the dataset the file claims (optional cross-check)")
+    va.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"), help=argparse.SUPPRESS)
+
+
+def main(args: argparse.Namespace) -> int:
+    return _prepare(args) if args.action == "prepare" else _validate(args)
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from iba.dataset import DatasetError, atomic_write_text
+    from iba.hf import HFError
+    from iba.hf.load import dataset_dir
+    from iba.submit.prepare import prepare
+    from iba.submit.schema import Contact, Reference
+
+    refs = []
+    for r in args.reference:
+        title, eq, url = r.partition("=")
+        if not eq or not url:
+            print(f"error: argument --reference: {r!r} is not TITLE=URL", file=sys.stderr)
+            return 2
+        refs.append(Reference(title=title, url=url, type="github" if "github.com" in url else "other"))
+    if not args.store.is_file():
+        print(f"error: {args.store}: no such store", file=sys.stderr)
+        return 2
+    if args.out.is_dir():
+        print(f"error: argument --out: {args.out} is a folder", file=sys.stderr)
+        return 2
+    try:
+        root = dataset_dir(args.dataset, args.cache_dir)
+        sub = prepare(args.store, root, answer_key=args.answer_key, runs=args.runs,
+                      judges=[j.strip() for j in args.judges.split(",")] if args.judges else None,
+                      submitter=Contact(name=args.name, email=args.email), organization=args.organization,
+                      references=refs, notes=args.notes, usd_per_mtok=args.usd_per_mtok)
+    except (DatasetError, HFError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    atomic_write_text(args.out, sub.model_dump_json(indent=2) + "\n")
+    print(f"{args.out}: {sub.submission_type} submission, {len(sub.entries)} entr{'y' if len(sub.entries) == 1 else 'ies'} "
+          f"on {sub.dataset.id}")
+    for e in sub.entries:
+        o = e.results["overall"]
+        flags = [f for f, on in (("modified prompts", e.verification.modified_prompts),
+                                 (f"{len(e.verification.omitted)} omitted", e.verification.omitted_instances)) if on]
+        print(f"  {e.agent} ({e.model}): {o.score if o.score is not None else '-'} (n={o.n})"
+              + (f" [{', '.join(flags)}]" if flags else ""))
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from iba.submit.schema import Submission, problems
+
+    try:
+        obj = json.loads(args.file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        print(f"error: {args.file}: no such file", file=sys.stderr)
+        return 2
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"error: {args.file}: cannot read: {e}", file=sys.stderr)
+        return 2
+    except json.JSONDecodeError as e:
+        print(f"error: {args.file}:{e.lineno}: not JSON: {e.msg}", file=sys.stderr)
+        return 2
+    found = problems(obj)
+    if not found and args.dataset is not None:
+        from iba.dataset import DatasetError
+        from iba.hf.load import open_dataset
+        from iba.submit.prepare import dataset_info
+
+        try:
+            mine = dataset_info(open_dataset(args.dataset, args.cache_dir))
+        except (DatasetError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        theirs = Submission.model_validate(obj).dataset
+        for field in ("id", "generator", "seed", "instances"):
+            if getattr(mine, field) != getattr(theirs, field):
+                found.append(f"dataset.{field}: {getattr(theirs, field)!r} in the file, {getattr(mine, field)!r} in {args.dataset}")
+    if found:
+        print(f"{args.file}: not a valid iba-submission/1 ({len(found)} problem{'s' if len(found) > 1 else ''}):", file=sys.stderr)
+        for line in found:
+            print(f"  {line}", file=sys.stderr)
+        return 2
+    sub = Submission.model_validate(obj)
+    print(f"{args.file}: valid {sub.submission_type} submission, {len(sub.entries)} entr"
+          f"{'y' if len(sub.entries) == 1 else 'ies'} on {sub.dataset.id}")
+    return 0
