@@ -73,3 +73,23 @@ def test_users_sample_keeps_whole_users_and_is_seeded():
     assert len({t.user_id for t in a}) == 2 and len(a) == 6  # every task of each chosen user
     assert a == sample_users(tasks, 2, seed=1)
     assert {t.user_id for t in sample_users(tasks, 9, seed=1)} == {"u1", "u2", "u3", "u4"}
+
+
+def test_eval_retrieval_reach_per_configuration_and_budget(demo, cache, capsys):
+    model_free = "iba?expansion=template&reranker=rules&compact=none"
+    rc = iba_main(["eval-retrieval", str(demo), "--json", "--limit", "4", "--cache-dir", str(cache),
+                   "--agent", "rag", "--agent", model_free, "--budget", "1000", "--budget", "4000"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)["reach"]
+    assert [(r["agent"], r["budget"]) for r in rows] == [("rag", 1000), ("rag", 4000), (model_free, 1000), (model_free, 4000)]
+    for r in rows:
+        assert r["n_slots"] + r["n_checkpoints"] > 0 and 0 < r["tokens"] <= r["budget"] * 1.05
+        for kind in ("slots", "checkpoints"):
+            assert r[kind] is None or 0.0 <= r[kind] <= 1.0
+    # the demo's short histories fit a 4k prompt almost whole: most gold turns reach it
+    assert rows[3]["checkpoints"] is None or rows[3]["checkpoints"] > 0.5
+
+
+def test_eval_retrieval_refuses_a_configuration_that_needs_a_model(demo, cache, capsys):
+    assert iba_main(["eval-retrieval", str(demo), "--limit", "1", "--cache-dir", str(cache), "--agent", "iba"]) == 2
+    assert "needs a model (expansion=llm, reranker=llm, compact=llm)" in capsys.readouterr().err

@@ -1,50 +1,79 @@
-"""What an `iba` or `iba-fc` agent spec can set (iba_fc.FCOptions adds the controller's options)."""
+"""What an `iba` or `iba-fc` agent spec can set (iba_fc.FCOptions adds the controller's options).
+
+Deep Retrieval's options are `DeepOptions` (iba.retrieval.deep), shared by name and default with
+`iba eval-retrieval`. A combination in which an option given in the spec would change nothing is
+rejected with its name (e.g. `retrieval=false&k=3`: plain retrieval has no per-query k)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from iba.retrieval.passage import Method, Unit
-from iba.types import Strict
+from iba.retrieval.deep import DeepOptions
+from iba.retrieval.passage import Unit
+
+# the deciding prompt's size in tokens (extract, align_slot, synthesize): the evidence views fill
+# what the rest of the prompt leaves. 4k: reach per budget in bench/BENCHMARKS.md (issue 26)
+DEFAULT_BUDGET = 4000
 
 
-class IBAOptions(Strict):
+class IBAOptions(DeepOptions):
     """Options of the `iba` agent (and `iba-fc`), from the spec: `iba?retrieval=false&reranker=rules`."""
 
     retrieval: bool = True  # Deep Retrieval; false = plain top-3 dense (ablation "w/o Deep Retrieval")
     btda: bool = True  # Broad Thinking & Deep Alignment (ablation "w/o BT+DA")
     synthesis: Literal["plan", "rag"] = "plan"  # rag = the RAG-style synthesis ablation
-    expansion: Literal["llm", "template"] = "llm"
-    # llm: all candidates scored in one call; each: one call per candidate (the naive scorer, for
-    # the effort comparison); rules: Table 12 by rules, no call
-    reranker: Literal["llm", "each", "rules"] = "llm"
-    compact: Literal["llm", "rules"] = "llm"
+    # llm: the model quotes the informative moments of the kept passages for the extractor; none: the
+    # extractor reads the evidence view itself (whole user turns by relevance, within `budget`)
+    compact: Literal["llm", "none"] = "llm"
     # plan: compact -> extract -> align (the paper's BT+DA); slots: for CallAPI tasks, one constrained
-    # choice per enum/boolean parameter from the kept passages' user lines, enforced in the final
+    # choice per enum/boolean parameter over that parameter's evidence view, enforced in the final
     # params (alignment_tools.align_slots); Generate tasks keep the plan
     align: Literal["plan", "slots"] = "plan"
-    slot_lines: int = Field(3, ge=0)  # align=slots: the user's lines shown per parameter (0: all of them)
+    # tokens of each deciding prompt (extract, align_slot, synthesize); its evidence view gets what the
+    # rest of the prompt leaves
+    budget: int = Field(DEFAULT_BUDGET, ge=500)
     unit: Unit = "token"
     size: int = 256
     overlap: int = 50
-    # passages per query and search: the paper's C.3 is top-3 dense (k=3&method=dense); top-5
-    # hybrid (dense + BM25 by RRF) finds more evidence with the small offline MiniLM (see eval-retrieval)
-    k: int = 5
-    method: Method = "hybrid"
-    feedback: bool = True  # relevance-feedback search with the best candidates' cue lines
-    scan: bool = True  # signal-first scan: cue-bearing passages most similar to the queries
-    repeats: bool = True  # fold in the turns where the user repeated a kept passage's cue sentence
-    # rule reranker: move each candidate's relevance by how much nearer it is to the task's scenario
-    # name than to the benchmark's other scenario names (AgentEnv.scenarios, 3 or more); off by default
-    # until its effect on the action is measured (recall figures: bench/BENCHMARKS.md, session 7)
-    contrast: bool = False
-    max_candidates: int = 15  # passages the salience scorer sees (prompt-token budget)
-    max_passages: int = 10
-    retain_at: int = 5
     # the LLM steps after retrieval continue one conversation, so each prompt extends the last and
     # the model reuses its prompt state (iba.agents.step_prompts); false = one prompt per step
     chain: bool = False
     max_tokens: int | None = None  # final answer length
     step_max_tokens: int | None = None  # cap on every intermediate step's reply (quick tests)
+
+    @model_validator(mode="after")
+    def _no_idle_options(self) -> "IBAOptions":
+        idle = ignored_options(self)
+        if idle:
+            raise ValueError("; ".join(f"{', '.join(names)} would change nothing: {why}" for why, names in idle.items()))
+        return self
+
+
+# options that only Deep Retrieval reads
+_DEEP_ONLY = ("expansion", "reranker", "k", "method", "feedback", "scan", "repeats", "slots", "contrast",
+              "max_candidates", "max_passages", "retain_at")
+
+
+def ignored_options(o: IBAOptions) -> dict[str, list[str]]:
+    """Options given in the spec that this combination never reads, grouped by why."""
+    given = o.model_fields_set
+    out: dict[str, list[str]] = {}
+
+    def idle(names: tuple[str, ...] | list[str], why: str) -> None:
+        hit = [n for n in names if n in given]
+        if hit:
+            out.setdefault(why, []).extend(hit)
+
+    if not o.retrieval:
+        idle(_DEEP_ONLY, "retrieval=false is plain top-3 dense retrieval")
+    elif o.reranker == "rules":
+        idle(("max_candidates",), "it bounds an LLM scorer's prompt and reranker=rules scores every candidate")
+    if not o.btda:
+        idle(("compact", "align"), "btda=false skips Broad Thinking & Deep Alignment")
+    elif o.align == "slots":
+        pass  # Generate tasks keep the plan, so compact still matters
+    if o.unit in ("turn", "session"):
+        idle(("size", "overlap"), f"unit={o.unit} has no token windows")
+    return out
