@@ -1,13 +1,18 @@
 """Reach vs prompt budget: does each checkpoint's / slot's gold evidence clause reach, whole, the prompt
 of the step that decides it, for rag and each model-free iba configuration (issue 26)?
 
-Runs the agents' own `act()` on every instance of a seeded user sample, with a *prompt recorder* in
-place of a model: it keeps every prompt and answers each structured step with the emptiest valid
-reply (no preferences, an empty plan, "unknown", the first allowed value of each required API
-parameter), so each configuration's deciding prompts are exactly what its code builds before any
-model has said anything. The reach rule is the repository's own (src/iba/eval/reach.py, loaded by
-path), so the same script measures code *before* a change (run it with that code first on
-PYTHONPATH) and after:
+Two ways to get each configuration's deciding prompts, both model-free:
+
+- with --budget (code that has `iba.run.prompt_reach`): the prompts the agents' own prompt builders
+  make at each budget, retrieval run once per instance and spec (`iba eval-retrieval --agent` does
+  the same; tests/run/test_prompt_reach.py holds them equal to the prompts of a real `act()`);
+- with --no-budget (any code, e.g. before budgets existed): the agents' own `act()` with a *prompt
+  recorder* in place of a model, which keeps every prompt and answers each structured step with the
+  emptiest valid reply (no preferences, an empty plan, "unknown", the first allowed value of each
+  required API parameter), so the prompts are what the code builds before any model has said anything.
+
+The reach rule is the repository's own (src/iba/eval/reach.py, loaded by path), so the same script
+measures code *before* a change (run it with that code first on PYTHONPATH) and after:
 
   python bench/reach.py DATASET --users 8 --seed 707 --cache-dir /tmp/wt26-cache --out runs/reach-707.jsonl \\
       --agent rag --agent 'iba?expansion=template&reranker=rules&compact=none' --budget 1000 --budget 4000
@@ -37,6 +42,11 @@ from iba.agents.base import AgentEnv, parse_agent_spec
 from iba.dataset import Dataset
 from iba.llm.base import Backend, Completion
 from iba import registry
+
+try:  # code before issue 26 has no model-free prompt builder: --no-budget runs its agents instead
+    from iba.run.prompt_reach import SpecPrompts
+except ImportError:  # pragma: no cover - depends on the code measured
+    SpecPrompts = None  # type: ignore[assignment,misc]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -140,25 +150,39 @@ async def measure(a: argparse.Namespace) -> None:
         if not done:
             f.write(json.dumps({"command": a.command, "dataset": str(a.dataset), "users": a.users, "seed": a.seed}) + "\n")
         start = time.perf_counter()
-        for n, (task, spec, budget) in enumerate(todo, 1):
+        slow = not budgets or budgets == [None]
+        groups: dict[tuple[str, str], list[Any]] = {}
+        for task, spec, budget in todo:
+            groups.setdefault((task.instance_id, spec), []).append((task, budget))
+        n, shown = 0, 0.0
+        for (_, spec), items in groups.items():
+            task = items[0][0]
             key = keys[task.instance_id]
             history = ds.history(task.user_id)
-            recorder = PromptRecorder()
-            env = AgentEnv(backend=recorder, cache_dir=a.cache_dir, scenarios=ds.scenario_names)
-            name, options = parse_agent_spec(with_budget(spec, budget))
-            agent = registry.resolve("agents", name)(env, **options)
-            action = await agent.act(task, history)
-            prompts = step_prompts(action.trace, recorder.calls)
-            reached = REACH.reach_of(key, {t.id: t for t in history}, prompts)
+            turns = {t.id: t for t in history}
             slots = {s.id for s in key.slots}
-            f.write(json.dumps({
-                "instance_id": task.instance_id, "agent": spec, "budget": budget, "action": task.action,
-                "tokens": max((len(p.text) // 4 for p in prompts), default=0),
-                "targets": {tid: {"kind": "slot" if tid in slots else "checkpoint", "reached": hit} for tid, hit in reached.items()},
-            }) + "\n")
-            f.flush()
+            builder = None if slow else SpecPrompts(spec, task, history, a.cache_dir, scenarios=ds.scenario_names)
+            for _, budget in items:
+                n += 1
+                if builder is not None:
+                    prompts = await builder.prompts(budget)
+                else:
+                    recorder = PromptRecorder()
+                    env = AgentEnv(backend=recorder, cache_dir=a.cache_dir, scenarios=ds.scenario_names)
+                    name, options = parse_agent_spec(with_budget(spec, budget))
+                    agent = registry.resolve("agents", name)(env, **options)
+                    action = await agent.act(task, history)
+                    prompts = step_prompts(action.trace, recorder.calls)
+                reached = REACH.reach_of(key, turns, prompts)
+                f.write(json.dumps({
+                    "instance_id": task.instance_id, "agent": spec, "budget": budget, "action": task.action,
+                    "tokens": max((len(p.text) // 4 for p in prompts), default=0),
+                    "targets": {tid: {"kind": "slot" if tid in slots else "checkpoint", "reached": hit} for tid, hit in reached.items()},
+                }) + "\n")
+                f.flush()
             el = time.perf_counter() - start
-            if sys.stderr.isatty() or n % 25 == 0 or n == len(todo):
+            if sys.stderr.isatty() or el - shown >= 30 or n == len(todo):
+                shown = el
                 end = "" if sys.stderr.isatty() and n < len(todo) else "\n"
                 print(f"\r{n}/{len(todo)} done, {el:.0f}s elapsed, ETA {el / n * (len(todo) - n):.0f}s   ", end=end, file=sys.stderr, flush=True)
 
@@ -204,6 +228,8 @@ def main() -> None:
         a.budgets = []
     elif not a.budgets:
         a.budgets = [1000, 2000, 4000, 8000]
+    if a.budgets and SpecPrompts is None:
+        p.error("this code has no prompt budgets (iba.run.prompt_reach); use --no-budget")
     if not a.report_only:
         asyncio.run(measure(a))
     print(report(a.out))

@@ -36,6 +36,7 @@ from iba.agents.tool_state import ToolState
 from iba.llm.structured import complete_json
 from iba.prompts import Prompt, render
 from iba.retrieval.expansion import schema_terms
+from iba.retrieval.text_vectors import TextVectors
 from iba.retrieval.views import View, evidence_view, passage_text
 from iba.types import TaskView
 
@@ -94,11 +95,17 @@ class AlignmentTools(ToolState):
         return await asyncio.to_thread(evidence_view, self.ranked, self.turns, budget, self.count, queries, encode)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        """Vectors of texts, memoised per task (each view asks for the same turns again)."""
+        """Vectors of texts, memoised per task (each view asks for the same turns again) and read from
+        the text-keyed vector store of the index cache (turn and mixed indexes hold every turn)."""
         memo: dict[str, np.ndarray] = self.__dict__.setdefault("_vectors", {})
         new = list(dict.fromkeys(t for t in texts if t not in memo))
         if new:
-            memo.update(zip(new, self.index.embedder.encode(new)))  # type: ignore[union-attr]
+            embedder = self.index.embedder  # type: ignore[union-attr]
+            store = TextVectors(self.env.cache_dir, embedder)
+            try:
+                memo.update(zip(new, store.encode(new)))
+            finally:
+                store.close()
         return np.stack([memo[t] for t in texts])
 
     def room(self, name: str, **variables: Any) -> int:

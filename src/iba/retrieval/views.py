@@ -30,11 +30,13 @@ CUT = "\u2026"  # marks words a view left out of a turn
 _PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2}) (user|assistant)\] ")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # weights of a turn's relevance: the finding passage's salience (0-10, scaled to 0-1), the turn's own
-# Table 12 signal (0-4, scaled to 0-1) and its cosine similarity to the nearest query; chosen on the
-# tuning sample (seed 101) by reach at 1k-8k tokens (bench/BENCHMARKS.md, issue 26)
+# Table 12 signal (0-4, scaled to 0-1) and its cosine similarity to the nearest query. Chosen on the
+# tuning sample (seed 101, unit=mixed, k=10) by reach at 4k tokens, slots / checkpoints: similarity
+# weight 1: 0.749 / 0.768, 2: 0.802 / 0.798, 4: 0.850 / 0.844, 8: 0.874 / 0.854 (bench/BENCHMARKS.md,
+# issue 26): the turn's own nearness to the task decides, salience and signal break near-ties
 SALIENCE_WEIGHT = 1.0
 SIGNAL_WEIGHT = 0.5
-SIMILARITY_WEIGHT = 1.0
+SIMILARITY_WEIGHT = 8.0
 
 Count = Callable[[str], int]
 LINE_COST = 2  # tokens a listed line costs beyond its text: the list marker and the line break
@@ -124,7 +126,8 @@ def with_similarity(items: list[ViewItem], queries: Sequence[str], encode: Calla
     """Each item's cosine similarity to the nearest query (items unchanged without an encoder or queries)."""
     if encode is None or not queries or not items:
         return items
-    vecs = encode(list(queries) + [it.text for it in items])
+    # a user turn is embedded as the turn index embeds it ("user: words"), so its vector is usually stored already
+    vecs = encode(list(queries) + [f"user: {it.text}" for it in items])
     sims = (vecs[len(queries):] @ vecs[: len(queries)].T).max(axis=1)
     return [ViewItem(it.turn_id, it.date, it.text, it.salience, it.signal, float(s), list(it.again)) for it, s in zip(items, sims)]
 
