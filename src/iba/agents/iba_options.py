@@ -74,8 +74,6 @@ def ignored_options(o: IBAOptions) -> dict[str, list[str]]:
         idle(("max_candidates",), "it bounds an LLM scorer's prompt and reranker=rules scores every candidate")
     if not o.btda:
         idle(("compact", "align"), "btda=false skips Broad Thinking & Deep Alignment")
-    elif o.align == "slots":
-        pass  # Generate tasks keep the plan, so compact still matters
     if o.unit in ("turn", "session"):
         idle(("size", "overlap"), f"unit={o.unit} has no token windows")
     return out

@@ -128,7 +128,8 @@ def main(args: argparse.Namespace) -> int:
     for method, row in summary.items():
         print(f"{method:<12}{row['recall@3']:>10.3f}{row['recall@10']:>11.3f}")
     if args.agents:
-        print("\nreach: share of targets whose gold clause appears whole in a deciding prompt (n targets; mean prompt tokens)")
+        print("\nreach: share of targets whose gold clause appears whole in a deciding prompt (n targets; "
+              "tokens: the largest deciding prompt, mean over instances)")
         print(f"{'configuration':<60}{'budget':>8}{'slots':>16}{'checkpoints':>16}{'tokens':>8}")
         for row in reach.summary():
             cells = [f"{row[k]:.3f} ({row['n_' + k]})" if row["n_" + k] else "-" for k in ("slots", "checkpoints")]

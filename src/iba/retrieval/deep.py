@@ -69,7 +69,7 @@ class DeepResult(Strict):
     dropped: list[str] = Field(default_factory=list)  # chunk ids removed as redundant
     scores: list[SalienceScore]  # one per scored candidate
     passages: list[Passage]  # retained, best first; Passage.score is the salience
-    ranked: list[Passage] = Field(default_factory=list)  # retained, then the other scored candidates by salience
+    ranked: list[Passage] = Field(default_factory=list)  # retained, then the other candidates by salience
 
 
 def labelled_queries(task: TaskView, queries: FacetQueries, slots: bool = False) -> list[tuple[str, str]]:
@@ -359,8 +359,7 @@ class DeepOptions(Strict):
     # llm: the candidates scored in one call; each: one call per candidate (the naive scorer, for the
     # effort comparison); rules: Table 12 by rules, no call
     reranker: Literal["llm", "each", "rules"] = "llm"
-    # passages per query and search: the paper's C.3 is top-3 dense (k=3&method=dense); top-5 hybrid
-    # (dense + BM25 by RRF) finds more evidence with the small offline MiniLM (see eval-retrieval)
+    # passages per query and search: the paper's C.3 is top-3 dense (k=3&method=dense); see DEEP_K
     k: int = Field(DEEP_K, ge=1)
     method: Method = DEEP_METHOD
     feedback: bool = True  # relevance-feedback search with the best candidates' cue lines
@@ -373,9 +372,6 @@ class DeepOptions(Strict):
     max_candidates: int = Field(15, ge=1)  # passages an LLM scorer sees (its prompt budget); rules see all
     max_passages: int = Field(MAX_PASSAGES, ge=1)
     retain_at: int = Field(RETAIN_AT, ge=0, le=10)
-
-
-DEEP_FIELDS = tuple(DeepOptions.model_fields)
 
 
 class StepLike(Protocol):
@@ -435,7 +431,7 @@ class DeepRetrieval:
         self.dropped: list[str] = []
         self.scores: list[SalienceScore] = []
         self.evidence: list[Passage] = []  # kept, best first; Passage.score is the salience
-        self.ranked: list[Passage] = []  # kept first, then the other scored candidates by salience
+        self.ranked: list[Passage] = []  # kept first, then the other candidates by salience (the views' source)
 
     async def search(self, query: str | None = None, k: int | None = None, label: str = "task",
                      method: Method | None = None) -> list[Passage]:
@@ -533,7 +529,10 @@ class DeepRetrieval:
             self.scores = scores
             kept = {p.chunk_id for p in self.evidence}
             rest = sorted((i for i, p in enumerate(cands) if p.chunk_id not in kept), key=lambda i: (-scores[i].total, i))
-            self.ranked = self.evidence + [cands[i].model_copy(update={"score": float(scores[i].total)}) for i in rest]
+            # the views' source: the kept passages, the other scored ones, then those an LLM scorer did not
+            # see (salience 0, fused order): a view picks turns by their own relevance within its budget
+            self.ranked = (self.evidence + [cands[i].model_copy(update={"score": float(scores[i].total)}) for i in rest]
+                           + [p.model_copy(update={"score": 0.0}) for p in pool.passages[n:]])
             step.outputs = {
                 "fallback": fallback,
                 "scores": {p.chunk_id: s.total for p, s in zip(cands, scores)},
