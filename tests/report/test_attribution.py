@@ -259,6 +259,13 @@ async def test_reads_the_traces_the_agents_write(tmp_path):
     rag = await RagAgent(env(ScriptedBackend(lambda m, k: "ok"), tmp_path), size="64", overlap="10").act(TEXT_TASK, hist)
     hits = next(s for s in rag.trace if s.step == "similarity_retrieve").outputs
     assert kept_turns(rag.trace) == {t for h in hits for t in h["turn_ids"]} and preference_text(rag.trace) is None
+    # the deciding prompts reach measures: iba's extract, align and synthesize, rag's answer
+    from iba.eval.reach import deciding_prompts
+
+    assert [p.step for p in deciding_prompts(action.trace)] == ["extract_preferences", "align_plan", "synthesize"]
+    assert [p.step for p in deciding_prompts(rag.trace)] == ["answer"]
+    correction = "Actually, rewrite it with full code examples I can run, the fragments never work!"
+    assert correction in deciding_prompts(action.trace)[-1].text  # the evidence beside the plan
 
 
 def test_a_failed_run_is_attributed_from_its_partial_trace(tmp_path):
