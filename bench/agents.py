@@ -1,7 +1,7 @@
 """IBA-Agent vs RAG (and direct) on a fixed, seeded, domain-stratified sample of the full benchmark.
 
   python bench/agents.py                      # defaults: the figures in BENCHMARKS.md
-  python bench/agents.py --n-api 48 --seed 303 --agent rag --agent 'iba?expansion=template&reranker=rules&compact=rules'
+  python bench/agents.py --n-api 48 --seed 303 --agent rag --agent 'iba?expansion=template&reranker=rules&compact=none'
 
 What it does:
   1. builds `--preset full` into --dataset if it is not there (26 s; 326 MB),
@@ -36,7 +36,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-DEFAULT_AGENTS = ("rag", "iba?expansion=template&reranker=rules&compact=rules")
+DEFAULT_AGENTS = ("rag", "iba?expansion=template&reranker=rules&compact=none")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

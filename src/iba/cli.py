@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("iba.eval.cli", "(re)score stored runs with judges, verifiers and slot matching"),
     "judge-check": ("iba.eval.judge_check_cmd", "calibrate a judge on fixed cases with known verdicts (false-pass rate)"),
     "report": ("iba.report.cli", "tables, plots and an HTML report from stored runs"),
-    "eval-retrieval": ("iba.retrieval.cli", "recall@k of gold evidence for each retrieval method"),
+    "eval-retrieval": ("iba.retrieval.cli", "recall@k of gold evidence per retrieval method; reach of configurations per prompt budget"),
     "index": ("iba.retrieval.index_cmd", "embed the histories into the retrieval index cache ahead of a run (in parallel)"),
     "import": ("iba.adapters.cli", "import external data (PrefEval) as an IBA dataset"),
     "batch": ("iba.batch.cli", "OpenAI Batch API rounds of `iba run --batch`: status, submit, collect, import, answer"),

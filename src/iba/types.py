@@ -354,6 +354,9 @@ class TraceStep(Strict):
     outputs: Any = None
     prompt: str | None = None  # template name
     prompt_hash: str | None = None
+    # the rendered prompt (its messages' contents joined by blank lines): what the step's model read,
+    # so whether a gold evidence clause reached it can be measured later (iba.eval.reach)
+    prompt_text: str | None = None
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -44,7 +44,8 @@ def _check(action, task, steps):
         (f"rag?{QUICK}", TEXT_TASK, ["build_index", "similarity_retrieve", "answer"]),
         (f"iba?{QUICK}", API_TASK, ["expand_queries", "rerank_salience", "compact_evidence", "extract_preferences", "align_plan", "synthesize"]),
         (f"iba?{QUICK}&expansion=template&reranker=rules&align=slots", API_TASK, ["align_slot", "synthesize"]),
-        (f"iba-fc?{QUICK}&choice=plan&expansion=template&reranker=rules&compact=rules", API_TASK, ["controller", "final_output"]),
+        (f"iba?{QUICK}&expansion=template&reranker=rules&compact=none&budget=1000", TEXT_TASK, ["extract_preferences", "align_plan", "synthesize"]),
+        (f"iba-fc?{QUICK}&choice=plan&expansion=template&reranker=rules&compact=none", API_TASK, ["controller", "final_output"]),
     ],
 )
 async def test_agent_on_embedded_model(spec, task, steps, smollm_backend, tmp_path):

@@ -79,3 +79,23 @@ async def test_rag_default_is_the_papers_256_50_chunks(tmp_path):
     backend = ScriptedBackend(["ok"])
     action = await RagAgent(env(backend, tmp_path)).act(TEXT_TASK, small_history())
     assert action.trace[0].inputs.items() >= {"size": 256, "overlap": 50, "unit": "token"}.items()
+
+
+async def test_rag_marks_cut_turns_and_a_budget_picks_the_passages_that_fit(tmp_path):
+    from iba.retrieval.views import CUT
+
+    history = small_history()
+    backend = ScriptedBackend(lambda m, k: "ok")
+    await RagAgent(env(backend, tmp_path), size="40", overlap="5").act(TEXT_TASK, history)
+    prompt = backend.calls[0][0][-1]["content"]
+    whole = {" ".join(t.text.split()) for t in history}
+    bodies = [line.split("] ", 1)[1] for line in prompt.splitlines() if line.startswith("[20") and "] " in line]
+    assert bodies and all(b in whole or CUT in b for b in bodies)
+    for budget in (600, 1500):
+        b = ScriptedBackend(lambda m, k: "ok")
+        action = await RagAgent(env(b, tmp_path), size="40", overlap="5", budget=str(budget)).act(TEXT_TASK, history)
+        assert sum(b.count_tokens(m["content"]) for m in b.calls[0][0]) <= budget
+        shown = len(next(s for s in action.trace if s.step == "similarity_retrieve").outputs)
+        assert shown == b.calls[0][0][-1]["content"].count("--- passage ")
+    with pytest.raises(ValueError, match="k would change nothing: budget decides"):
+        RagAgent(env(backend, tmp_path), k="5", budget="1000")

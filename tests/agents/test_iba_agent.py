@@ -21,7 +21,8 @@ LLM_STEPS = {"expand_queries", "rerank_salience", "compact_evidence", "extract_p
 
 
 def _agent(backend, tmp_path, **opts):
-    return IBAAgent(env(backend, tmp_path), size="64", overlap="10", **opts)
+    windows = {} if opts.get("unit") in ("turn", "session") else {"size": "64", "overlap": "10"}
+    return IBAAgent(env(backend, tmp_path), **windows, **opts)
 
 
 async def test_full_pipeline_trace_has_every_step(tmp_path):
@@ -83,7 +84,7 @@ async def test_bad_salience_json_retried_once_then_errored(tmp_path):
         ({"retrieval": "false"}, ["build_index", "similarity_retrieve", "compact_evidence", "extract_preferences", "align_plan", "synthesize"], 4),
         ({"btda": "false"}, FULL[:8] + ["synthesize"], 3),
         ({"synthesis": "rag"}, FULL, 6),
-        ({"expansion": "template", "reranker": "rules", "compact": "rules"}, FULL, 3),
+        ({"expansion": "template", "reranker": "rules", "compact": "none"}, [s for s in FULL if s != "compact_evidence"], 3),
     ],
 )
 async def test_ablations(tmp_path, opts, steps, calls):
@@ -94,7 +95,10 @@ async def test_ablations(tmp_path, opts, steps, calls):
     if opts.get("retrieval") == "false":
         assert len(action.trace[1].outputs) == 3  # plain top-3 dense
     if opts.get("btda") == "false":
-        assert "Evidence from past conversations" in backend.calls[-1][0][-1]["content"]
+        assert "What the user said in past conversations" in backend.calls[-1][0][-1]["content"]
+    if opts.get("compact") == "none":  # the extractor reads whole turns, not rule-compacted fragments
+        extract = next(m for m, _ in backend.calls if "extract a user's preferences" in m[0]["content"])[-1]["content"]
+        assert "Actually, rewrite it with full code examples I can run, the fragments never work!" in extract
     if opts.get("synthesis") == "rag":
         assert action.trace[-1].prompt == "agent_rag" and "Notes on the user" in backend.calls[-1][0][-1]["content"]
 
@@ -207,17 +211,41 @@ def test_choice_parameters_are_enums_and_booleans():
         model.model_validate({"value": "maybe"})
 
 
-async def test_align_slots_shows_each_parameter_its_nearest_lines(tmp_path):
+async def test_align_slots_shows_each_parameter_its_evidence_whole(tmp_path):
     backend = iba_backend()
-    await _agent(backend, tmp_path, **SLOTS, slot_lines="2").act(API_TASK, small_history())
+    action = await _agent(backend, tmp_path, **SLOTS).act(API_TASK, small_history())
     shown = {}
     for m, _ in backend.calls:
         if "decide one setting" in m[0]["content"]:
             param = re.search(r"parameter `(\w+)`", m[-1]["content"]).group(1)
             shown[param] = [line for line in m[-1]["content"].splitlines() if line.startswith("- 20")]
-    assert [len(v) for v in shown.values()] == [2, 2]
-    assert any("japanese food" in line for line in shown["cuisine"])
-    assert any("spicy food" in line for line in shown["spice_level"])
+    assert set(shown) == {"cuisine", "spice_level"}
+    assert any(line.endswith("I usually order japanese food, sushi is my go-to.") for line in shown["cuisine"])
+    assert any(line.endswith("I hate spicy food, no chili at all please.") for line in shown["spice_level"])
+    steps = [s for s in action.trace if s.step == "align_slot"]
+    assert all(s.inputs["view"]["cut"] == [] and s.inputs["view"]["tokens"] > 0 for s in steps)
+
+
+async def test_synthesis_sees_the_evidence_beside_the_plan(tmp_path):
+    """BT+DA adds: the plan does not replace the evidence in the deciding prompt."""
+    backend = iba_backend()
+    action = await _agent(backend, tmp_path).act(TEXT_TASK, small_history())
+    final = backend.calls[-1][0][-1]["content"]
+    assert "Plan:" in final and "full runnable code examples" in final
+    assert "Actually, rewrite it with full code examples I can run, the fragments never work!" in final
+    synth = action.trace[-1]
+    assert synth.step == "synthesize" and synth.prompt_text and "Plan:" in synth.prompt_text
+
+
+async def test_the_budget_bounds_the_deciding_prompts(tmp_path):
+    backend = iba_backend()
+    history = small_history() + [t.model_copy(update={"id": f"{t.id}-x{i}", "text": t.text + f" (take {i})"})
+                                 for i in range(30) for t in small_history()[16:24]]
+    action = await _agent(backend, tmp_path, expansion="template", reranker="rules", compact="none", budget="600").act(TEXT_TASK, history)
+    for s in action.trace:
+        if s.step in ("extract_preferences", "synthesize"):
+            assert backend.count_tokens(s.prompt_text) <= 600 + 10, s.step
+            assert s.inputs["view"]["left_out"] > 0, s.step
 
 
 async def _rule_scores(tmp_path, names, **opts):
@@ -244,3 +272,15 @@ async def test_scenario_contrast_demotes_another_scenarios_preference(tmp_path):
 async def test_scenario_contrast_needs_three_scenarios(tmp_path):
     names = ("Technical documentation writing", "Food ordering")
     assert await _rule_scores(tmp_path, names, contrast="true") == await _rule_scores(tmp_path, names)
+
+
+@pytest.mark.parametrize("opts, named", [
+    ({"retrieval": "false", "k": "3", "scan": "false"}, "k, scan would change nothing: retrieval=false"),
+    ({"btda": "false", "compact": "none"}, "compact would change nothing: btda=false"),
+    ({"reranker": "rules", "max_candidates": "4"}, "max_candidates would change nothing"),
+    ({"unit": "turn", "size": "64"}, "size would change nothing: unit=turn"),
+])
+def test_options_that_would_change_nothing_are_rejected_by_name(opts, named):
+    with pytest.raises(ValueError, match=re.escape(named)):
+        parse_options(IBAOptions, opts, "iba")
+    parse_options(IBAOptions, {k: v for k, v in opts.items() if k in ("retrieval", "btda", "reranker", "unit")}, "iba")

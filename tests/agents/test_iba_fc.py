@@ -160,3 +160,29 @@ async def test_plan_alignment_with_align_slots_decides_and_enforces_the_params(t
     assert action.params == {"cuisine": "italian", "spice_level": "none", "servings": 2}
     plan_result = _tool_results(ctl.controller_calls[2][0])[-1]["content"]
     assert "Set cuisine = italian" in plan_result and "Set spice_level = none" in plan_result
+
+
+@pytest.mark.parametrize("opts", [{"btda": "false"}, {"retrieval": "false"}, {"synthesis": "rag", "btda": "true"}])
+def test_pipeline_switches_are_rejected_by_name(tmp_path, opts):
+    with pytest.raises(ValueError, match="would change nothing: iba-fc's controller") as e:
+        _agent(ScriptedBackend(["x"]), tmp_path, **opts)
+    assert all(k in str(e.value) for k in opts)
+
+
+async def test_expand_queries_runs_the_feedback_search_unless_switched_off(tmp_path):
+    for feedback, want in (("true", True), ("false", False)):
+        ctl = Controller([tool_call_reply("expand_queries", {}), tool_call_reply("final_output", {"notes": ""})])
+        action = await _agent(ScriptedBackend(ctl), tmp_path, feedback=feedback).act(TEXT_TASK, small_history())
+        assert ("feedback_retrieve" in [s.step for s in action.trace]) is want
+
+
+def test_previews_mark_the_cut():
+    from iba.agents.iba_fc import PREVIEW_CHARS, _preview
+    from iba.retrieval.passage import Passage
+    from iba.retrieval.views import CUT
+
+    long = Passage(chunk_id="c1", text="word " * 100, turn_ids=["t"], timestamps=["x"], score=1.0)
+    short = Passage(chunk_id="c2", text="a short one", turn_ids=["t"], timestamps=["x"], score=1.0)
+    lines = _preview([long, short]).splitlines()
+    assert lines[0].endswith(" " + CUT) and len(lines[0]) <= len("[c1] ") + PREVIEW_CHARS + 2
+    assert lines[1] == "[c2] a short one"

@@ -61,14 +61,15 @@ def test_two_by_two_and_funnel_exact(report):
         assert [r["retrieved & applied"], r["retrieved, not applied"], r["not retrieved, applied"],
                 r["not retrieved, not applied"]] == [cell(ra), cell(rn), cell(nra), cell(nrn)], label
         assert r["retrieved"] == f"{100 * ret:.1f}" and r["applied"] == f"{100 * applied:.1f}", label
-        shown = [r["\u2192 named"], r["\u2192 applied"]]
-        assert shown == ([DASH, DASH] if named is None else [f"{100 * named:.1f}", f"{100 * named_applied:.1f}"]), label
+        # the fixed store's traces record no prompts: reach is not known, and the funnel skips that stage
+        shown = [r["\u2192 reached"], r["\u2192 named"], r["\u2192 applied"], r["reached"]]
+        assert shown == ([DASH] * 4 if named is None else [DASH, f"{100 * named:.1f}", f"{100 * named_applied:.1f}", DASH]), label
     # the applied column is the per-target pass rate, the same rule as Figure 5(c) (static + dynamic)
     sd = {(r["row"], r["x"]): r for r in read_csv(out / "fig5c_static_dynamic.csv")}
     rag = [(float(sd[("rag (m)", k)]["value"]), int(sd[("rag (m)", k)]["n"])) for k in ("static", "dynamic")]
     assert sum(v * n for v, n in rag) / sum(n for _, n in rag) == pytest.approx(100 * 4.75 / 8)
     md = (out / "report.md").read_text()
-    assert "Attribution: retrieved \u00d7 applied" in md and "same 3 instance(s)" in md
+    assert "Attribution: retrieved \u2192 reached \u2192 named \u2192 applied" in md and "same 3 instance(s)" in md
     assert 'id="attribution"' in (out / "report.html").read_text()
 
 
@@ -123,13 +124,46 @@ def test_a_row_without_trace_shows_only_applied(tmp_path):
     t = attribution_table(data)
     rows = {r[0]: [t.text(v) for v in r[1:]] for r in t.rows}
     # direct: 8 targets, 4 applied (w1.c1, w2.c3, d1.s1, d1.s2); nothing else is known
-    assert rows["direct (m)"] == ["8"] + [DASH] * 8 + ["50.0"]
+    assert rows["direct (m)"] == ["8"] + [DASH] * 10 + ["50.0"]
     # iba-fc: w2 failed (no trace) -> 5 attributable of 8: w1.c1 0 notR, w1.c2 1 R (named), d1.s1 0 notR,
     # d1.s2 1 notR, d1.s3 1 R (not named: no extraction)
-    assert rows["iba-fc (m)"] == ["8", "5", "2 (40.0%)", "0 (0.0%)", "1 (20.0%)", "2 (40.0%)", "40.0", "20.0",
-                                  "20.0", "37.5"]
+    assert rows["iba-fc (m)"] == ["8", "5", "2 (40.0%)", "0 (0.0%)", "1 (20.0%)", "2 (40.0%)", "40.0", DASH, "20.0",
+                                  "20.0", DASH, "37.5"]
     sentence = t.note.split("Not attributable")[1].split(". ")[0]
     assert "iba-fc (m): 3 of 8" in sentence and "direct" not in sentence
+
+
+def test_reach_is_read_from_the_deciding_prompts(tmp_path):
+    """A direct row whose answer prompts show u1-t10 whole (w1.c1's gold turn) and u2-t01 (d1.s1's), and
+    a cut start of another turn: 2 of 8 targets reached, and the reached column says so."""
+    from iba.run.store import Store
+    from iba.types import Action, RunRecord, ScoreRecord, Verdict
+
+    ds, path, _ = build(tmp_path)
+    with Store(path) as s:
+        did = next(iter(s.runs("main"))).dataset
+        for iid in ("w1", "w2", "d1"):
+            gen = iid.startswith("w")
+            shown = {"w1": "[2025-01-02 user] turn 10 of u1\n[2025-01-02 user] turn 1\u2026", "w2": "nothing", "d1": "turn 1 of u2"}[iid]
+            trace = [TraceStep(step="answer", prompt_text=f"History:\n{shown}\nNew request")]
+            action = Action(kind="generate", text="x", trace=trace) if gen else Action(kind="call_api", api_name="a", params={"p1": "x"}, trace=trace)
+            n = {"w1": 2, "w2": 3, "d1": 3}[iid]
+            rk = f"direct-{iid}"
+            s.put_run(RunRecord(key=rk, run="main", dataset=did, instance_id=iid, user_id="u1" if gen else "u2",
+                                domain="writing" if gen else "daily", scenario="x", agent="direct", model="m",
+                                status="ok", action=action, started_at=NOW, iba_version="0"))
+            s.put_score(ScoreRecord(run_key=rk, scorer="judge:J1" if gen else "slots", score=0.0, verdicts=[
+                Verdict(target=f"{'c' if gen else 's'}{i + 1}", kind="checkpoint" if gen else "slot",
+                        judge="J1" if gen else "slot-match", passed=False) for i in range(n)]))
+    data = load_report_data(path, [ds])
+    t = attribution_table(data)
+    rows = {r[0]: [t.text(v) for v in r[1:]] for r in t.rows}
+    assert rows["direct (m)"][-2:] == ["25.0", "0.0"]
+    from iba.report.attribution import attribute
+
+    got = {(x.instance_id, x.target): x.reached for x in attribute(data) if x.row.agent == "direct"}
+    assert got == {("w1", "c1"): True, ("w1", "c2"): False, ("w2", "c1"): False, ("w2", "c2"): False,
+                   ("w2", "c3"): False, ("d1", "s1"): True, ("d1", "s2"): False, ("d1", "s3"): False}
 
 
 def test_kept_turns_prefer_the_reranker_and_need_a_trace():
@@ -225,6 +259,13 @@ async def test_reads_the_traces_the_agents_write(tmp_path):
     rag = await RagAgent(env(ScriptedBackend(lambda m, k: "ok"), tmp_path), size="64", overlap="10").act(TEXT_TASK, hist)
     hits = next(s for s in rag.trace if s.step == "similarity_retrieve").outputs
     assert kept_turns(rag.trace) == {t for h in hits for t in h["turn_ids"]} and preference_text(rag.trace) is None
+    # the deciding prompts reach measures: iba's extract, align and synthesize, rag's answer
+    from iba.eval.reach import deciding_prompts
+
+    assert [p.step for p in deciding_prompts(action.trace)] == ["extract_preferences", "align_plan", "synthesize"]
+    assert [p.step for p in deciding_prompts(rag.trace)] == ["answer"]
+    correction = "Actually, rewrite it with full code examples I can run, the fragments never work!"
+    assert correction in deciding_prompts(action.trace)[-1].text  # the evidence beside the plan
 
 
 def test_a_failed_run_is_attributed_from_its_partial_trace(tmp_path):

@@ -1,6 +1,7 @@
 import pytest
 
 from iba.retrieval.deep import (
+    MODEL_FREE,
     CandidatePool,
     content_hash,
     deep_retrieve,
@@ -252,7 +253,7 @@ def test_scenario_contrast_demotes_a_preference_about_another_scenario(tmp_path)
     assert z is not None and z[0] > 0 > z[1]
     assert scenario_contrast(index, [food, commute], "Food ordering", names[:2]) is None  # one other: no contrast
     plain = deep_retrieve(index, API_TASK)
-    contrasted = deep_retrieve(index, API_TASK, scenarios=names)
+    contrasted = deep_retrieve(index, API_TASK, MODEL_FREE.model_copy(update={"contrast": True}), scenarios=names)
     rel = {r.chunk_id: s.relevance for r, s in zip(contrasted.candidates, contrasted.scores)}
     base = {r.chunk_id: s.relevance for r, s in zip(plain.candidates, plain.scores)}
     assert rel[commute.chunk_id] - base[commute.chunk_id] < rel[food.chunk_id] - base[food.chunk_id]

@@ -38,7 +38,9 @@ def test_gold_is_the_non_superseded_evidence():
 
 
 def test_eval_retrieval_json(demo, cache, capsys):
-    rc = iba_main(["eval-retrieval", str(demo), "--json", "--cache-dir", str(cache)])
+    # k=5 per query: on 80-turn histories the default k=20 (chosen by reach on full-size histories) pools
+    # nearly every passage, and the 10 the rules keep hold fewer gold turns (0.71 vs 0.79 here)
+    rc = iba_main(["eval-retrieval", str(demo), "--json", "--k", "5", "--cache-dir", str(cache)])
     assert rc == 0
     out = capsys.readouterr().out.strip()
     result = json.loads(out)  # exactly one JSON object, nothing else on stdout
@@ -50,7 +52,7 @@ def test_eval_retrieval_json(demo, cache, capsys):
     # Deep Retrieval (template expansion, rule salience) finds more gold evidence than dense top-3
     assert result["deep"]["recall@10"] > result["dense_top3"]["recall@3"]
     # a second run reuses the cached indexes and gives the same figures
-    iba_main(["eval-retrieval", str(demo), "--json", "--limit", "100", "--cache-dir", str(cache)])
+    iba_main(["eval-retrieval", str(demo), "--json", "--k", "5", "--limit", "100", "--cache-dir", str(cache)])
     assert json.loads(capsys.readouterr().out) == result
 
 
@@ -73,3 +75,23 @@ def test_users_sample_keeps_whole_users_and_is_seeded():
     assert len({t.user_id for t in a}) == 2 and len(a) == 6  # every task of each chosen user
     assert a == sample_users(tasks, 2, seed=1)
     assert {t.user_id for t in sample_users(tasks, 9, seed=1)} == {"u1", "u2", "u3", "u4"}
+
+
+def test_eval_retrieval_reach_per_configuration_and_budget(demo, cache, capsys):
+    model_free = "iba?expansion=template&reranker=rules&compact=none"
+    rc = iba_main(["eval-retrieval", str(demo), "--json", "--limit", "4", "--cache-dir", str(cache),
+                   "--agent", "rag", "--agent", model_free, "--budget", "1000", "--budget", "4000"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)["reach"]
+    assert [(r["agent"], r["budget"]) for r in rows] == [("rag", 1000), ("rag", 4000), (model_free, 1000), (model_free, 4000)]
+    for r in rows:
+        assert r["n_slots"] + r["n_checkpoints"] > 0 and 0 < r["tokens"] <= r["budget"] * 1.05
+        for kind in ("slots", "checkpoints"):
+            assert r[kind] is None or 0.0 <= r[kind] <= 1.0
+    # the demo's short histories fit a 4k prompt almost whole: most gold turns reach it
+    assert rows[3]["checkpoints"] is None or rows[3]["checkpoints"] > 0.5
+
+
+def test_eval_retrieval_refuses_a_configuration_that_needs_a_model(demo, cache, capsys):
+    assert iba_main(["eval-retrieval", str(demo), "--limit", "1", "--cache-dir", str(cache), "--agent", "iba"]) == 2
+    assert "needs a model (expansion=llm, reranker=llm, compact=llm)" in capsys.readouterr().err

@@ -42,7 +42,9 @@ def demo(tmp_path_factory) -> Path:
 
 
 def _index(ds: Path, cache: Path, *extra: str) -> int:
-    return main(["index", str(ds), "--cache-dir", str(cache), "--embedder", EMBEDDER, *extra])
+    """`iba index` for token windows (rag's unit) unless the test names another unit."""
+    unit = [] if "--unit" in extra else ["--unit", "token"]
+    return main(["index", str(ds), "--cache-dir", str(cache), "--embedder", EMBEDDER, *unit, *extra])
 
 
 def _files(cache: Path) -> dict[str, tuple[int, int]]:
@@ -83,6 +85,15 @@ def test_a_run_after_iba_index_embeds_no_history(demo, tmp_path, capsys, monkeyp
     used = {step.outputs["key"] for r in recs for step in r.action.trace if step.step == "build_index"}
     assert {f"{k}.npz" for k in used} == set(before)  # every history of the run, read from the cache
     assert _files(cache) == before  # and nothing rewritten
+
+
+def test_the_default_unit_serves_iba_and_rag(demo, tmp_path, capsys):
+    """The default (mixed, iba's) caches the mixed index and, under their own key, rag's token windows."""
+    cache = tmp_path / "cache"
+    assert main(["index", str(demo), "--cache-dir", str(cache), "--embedder", EMBEDDER, "--quiet"]) == 0
+    assert "mixed units" in capsys.readouterr().out and len(_files(cache)) == 8
+    assert _index(demo, cache, "--quiet") == 0  # the token windows are there already
+    assert _summary(capsys.readouterr().out) == (4, 0, 4)
 
 
 def test_index_again_embeds_nothing(demo, tmp_path, capsys):

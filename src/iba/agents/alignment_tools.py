@@ -4,18 +4,21 @@ CallAPI tasks with `align=slots`, align_slots: one constrained choice per API pa
 Why align_slots (ours, beyond the paper): with the 1.5B model the extract -> align chain named the
 gold value for none of the slots whose evidence it had kept (bench/BENCHMARKS.md, session 7). A
 small model answers a narrow question better than it writes a plan: one parameter, its allowed
-values, and the user's dated lines from the kept passages that are nearest (dense) to that
-parameter, so the few that bear on it are not lost among the rest.
+values, and the user's turns that bear most on that parameter.
+
+Every step that decides (extract, align_slot, synthesize) reads an evidence view
+(iba.retrieval.views): whole user turns of the ranked passages, most relevant first, within the
+`budget` of its prompt. Without compaction (`compact=none`) the extractor reads that view itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from iba.agents.passage_views import dated_user_lines, rule_compact, user_view
 from iba.agents.preferences import ResolvedPreferences, preference_lines, resolve_latest
 from iba.agents.replies import (
     ALIGN_TOKENS,
@@ -33,9 +36,9 @@ from iba.agents.tool_state import ToolState
 from iba.llm.structured import complete_json
 from iba.prompts import Prompt, render
 from iba.retrieval.expansion import schema_terms
+from iba.retrieval.text_vectors import TextVectors
+from iba.retrieval.views import View, evidence_view, passage_text
 from iba.types import TaskView
-
-SLOT_POOL_LINES = 60  # the user's lines of the kept passages that align_slots chooses from
 
 
 def choice_params(api_schema: dict[str, Any] | None) -> list[tuple[str, str, tuple[Any, ...]]]:
@@ -66,15 +69,13 @@ class AlignmentTools(ToolState):
         with self.trace.step("compact_evidence", {"passages": [p.chunk_id for p in passages], "mode": self.o.compact}) as step:
             if not passages:
                 self.compacted = CompactEvidence(items=[])
-            elif self.o.compact == "rules":
-                self.compacted = rule_compact(passages)
             else:
                 cap = self._cap(COMPACT_TOKENS)
                 shown = self.shown if self.prompts.open else {}
                 prompt = self.prompts.prompt(
-                    "agent_compact", cap, task=self.task, passages=[p.text for p in passages],
+                    "agent_compact", cap, task=self.task, passages=[passage_text(p, self.turns) for p in passages],
                     refs=[shown[p.chunk_id] for p in passages if p.chunk_id in shown],
-                    extra=[user_view(p) for p in passages if p.chunk_id not in shown],
+                    extra=[self.user_view(p) for p in passages if p.chunk_id not in shown],
                 )
                 step.llm(prompt, [])
                 self.compacted, comps = await complete_json(
@@ -85,11 +86,46 @@ class AlignmentTools(ToolState):
             step.outputs = self.compacted
         return self.compacted
 
+    async def view(self, budget: int, queries: Sequence[str] | None = None) -> View:
+        """The evidence view of the ranked passages within `budget` tokens, by relevance to `queries`
+        (default: the task, its scenario and its facet queries)."""
+        if queries is None:
+            queries = [f"{self.task.scenario_name}: {self.task.query}", *(q for _, q in (self.queries.items() if self.queries else []))]
+        encode = self._encode if self.index is not None else None
+        return await asyncio.to_thread(evidence_view, self.ranked, self.turns, budget, self.count, queries, encode)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        """Vectors of texts, memoised per task (each view asks for the same turns again) and read from
+        the text-keyed vector store of the index cache (turn and mixed indexes hold every turn)."""
+        memo: dict[str, np.ndarray] = self.__dict__.setdefault("_vectors", {})
+        new = list(dict.fromkeys(t for t in texts if t not in memo))
+        if new:
+            embedder = self.index.embedder  # type: ignore[union-attr]
+            store = TextVectors(self.env.cache_dir, embedder)
+            try:
+                memo.update(zip(new, store.encode(new)))
+            finally:
+                store.close()
+        return np.stack([memo[t] for t in texts])
+
+    def room(self, name: str, **variables: Any) -> int:
+        """Tokens left for evidence in a `budget`-token prompt `name`, given its other variables."""
+        bare = render(name, **variables)
+        return self.o.budget - sum(self.count(m["content"]) for m in bare.messages)
+
+    async def extract_evidence(self) -> tuple[list[str], View | None]:
+        """The extractor's evidence: the compacted quotes (compact=llm), else the evidence view."""
+        if self.o.compact == "llm":
+            compacted = self.compacted or await self.compact_evidence()
+            return [f"{i.date or 'undated'} | {i.quote}" for i in compacted.items], None
+        view = await self.view(self.room("agent_extract", task=self.task, evidence=[]))
+        return view.lines, view
+
     async def extract_preferences(self) -> ResolvedPreferences:
         """Asked for / corrected / rejected / repeatedly chose / recently updated, then latest wins."""
-        compacted = self.compacted or await self.compact_evidence()
-        evidence = [f"{i.date or 'undated'} | {i.quote}" for i in compacted.items]
-        with self.trace.step("extract_preferences", {"evidence": evidence}) as step:
+        evidence, view = await self.extract_evidence()
+        inputs = {"evidence": evidence} | (_view_brief(view) if view else {})
+        with self.trace.step("extract_preferences", inputs) as step:
             if not evidence:
                 extracted = ExtractedPreferences(preferences=[])
             else:
@@ -122,15 +158,22 @@ class AlignmentTools(ToolState):
             step.outputs = self.plan
         return self.plan
 
+    async def slot_views(self) -> list[tuple[tuple[str, str, tuple[Any, ...]], View]]:
+        """Per choice parameter of the API: its evidence view, the user's turns most relevant to that
+        parameter (its name, description and values) within the prompt's budget."""
+        out = []
+        for name, description, values in choice_params(self.task.api_schema):
+            room = self.o.budget - sum(self.count(m["content"]) for m in slot_prompt(self.task, [], name, description, values).messages)
+            out.append(((name, description, values), await self.view(room, [param_query(self.task, name, description, values)])))
+        return out
+
     async def align_slots(self) -> AlignmentPlan:
         """A value per choice parameter of the API (or none: "unknown"), one short constrained call each,
-        from the user's dated lines in the kept passages; the decided ones become the plan's slots."""
-        lines = dated_user_lines(self.evidence, limit=SLOT_POOL_LINES)
-        params = choice_params(self.task.api_schema)
-        per_param = await self._lines_per_param(lines, params)
+        over that parameter's evidence view; the decided ones become the plan's slots."""
         slots: list[SlotChoice] = []
-        for (name, description, values), evidence in zip(params, per_param):
-            with self.trace.step("align_slot", {"param": name, "values": list(values), "evidence": evidence}) as step:
+        for (name, description, values), view in await self.slot_views():
+            evidence = view.lines
+            with self.trace.step("align_slot", {"param": name, "values": list(values), "evidence": evidence} | _view_brief(view)) as step:
                 prompt = slot_prompt(self.task, evidence, name, description, values)
                 step.llm(prompt, [])
                 reply, comps = await complete_json(
@@ -144,21 +187,15 @@ class AlignmentTools(ToolState):
         self.plan = AlignmentPlan(slots=slots)
         return self.plan
 
-    async def _lines_per_param(self, lines: list[str], params: list[tuple[str, str, tuple[Any, ...]]]) -> list[list[str]]:
-        """Each parameter's `slot_lines` lines most similar (dense) to its name, description and values,
-        oldest first; every line for each when `slot_lines` is 0 or covers them all."""
-        n = self.o.slot_lines
-        if not n or len(lines) <= n or self.index is None or not params:
-            return [lines] * len(params)
-        queries = [param_query(self.task, name, desc, values) for name, desc, values in params]
-        texts = [line.split(" | ", 1)[1] for line in lines]
-        vecs = await asyncio.to_thread(self.index.embedder.encode, queries + texts)
-        sims = vecs[: len(queries)] @ vecs[len(queries):].T
-        return [[lines[j] for j in sorted(np.argsort(-row, kind="stable")[:n])] for row in sims]
-
     async def broad_thinking(self) -> AlignmentPlan:
         if self.o.align == "slots" and self.task.action == "call_api":
             return await self.align_slots()
-        await self.compact_evidence()
+        if self.o.compact == "llm":
+            await self.compact_evidence()
         await self.extract_preferences()
         return await self.align_plan()
+
+
+def _view_brief(view: View) -> dict[str, Any]:
+    """What a trace keeps of a view besides its lines: the turns shown, those cut, what was left out."""
+    return {"view": {"turns": view.turn_ids, "cut": view.cut, "tokens": view.tokens, "left_out": view.left_out}}

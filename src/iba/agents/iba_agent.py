@@ -4,7 +4,7 @@ Alignment -> synthesis, with the ablations of Table 5 as options:
     iba?retrieval=false      w/o Deep Retrieval (plain top-3 dense passages)
     iba?btda=false           w/o BT+DA (synthesis straight from the retained passages)
     iba?synthesis=rag        RAG-style synthesis (passages + preferences as flat context, no plan)
-    iba?expansion=template&reranker=rules&compact=rules   fewer LLM calls (3 instead of 6)
+    iba?expansion=template&reranker=rules&compact=none   fewer LLM calls (3 instead of 6)
     iba?chain=true           the steps after retrieval continue one conversation (prompt-state reuse)
     iba?reranker=each        the naive salience scorer: one LLM call per candidate passage
 

@@ -11,6 +11,8 @@ calls the task's final output head (paper section 4.1).
 - `choice=auto` lets the model choose; a reply without a tool call makes the next step force the
   next tool of the default plan, so small models still progress. `choice=plan` forces that plan
   at every step (the model only writes arguments).
+- The pipeline's ablation switches (retrieval, btda, synthesis) are rejected: the controller, not
+  the spec, decides which tools run. Previews cut a passage to PREVIEW_CHARS and mark the cut.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from iba.agents.answer import check_task, make_action
 from iba.agents.api_params import decoding_schema, validate_params
@@ -30,7 +32,8 @@ from iba.agents.toolkit import Toolkit
 from iba.agents.trace import Trace
 from iba.llm.base import ToolCall, ToolSpec
 from iba.llm.toolcalls import assistant_message, tool_result_message
-from iba.prompts import render
+from iba.prompts import Prompt, render
+from iba.retrieval.views import CUT
 from iba.types import Action, TaskView, Turn
 
 FINAL = "final_output"
@@ -38,10 +41,21 @@ PLAN = ["search_history", "expand_queries", "rerank_evidence", "extract_preferen
 PREVIEW_CHARS = 220  # passage text shown to the controller per hit (its context grows every step)
 
 
+PIPELINE_ONLY = ("retrieval", "btda", "synthesis")  # the pipeline's switches; the controller picks tools instead
+
+
 class FCOptions(IBAOptions):
     max_steps: int = Field(8, ge=1)
     choice: Literal["auto", "plan"] = "auto"
     controller_max_tokens: int = Field(256, ge=1)
+
+    @model_validator(mode="after")
+    def _no_pipeline_switches(self) -> "FCOptions":
+        given = [n for n in PIPELINE_ONLY if n in self.model_fields_set]
+        if given:
+            raise ValueError(f"{', '.join(given)} would change nothing: iba-fc's controller chooses which tools run "
+                             "(use the iba agent for the pipeline's ablations)")
+        return self
 
 
 class SearchArgs(BaseModel):
@@ -102,7 +116,11 @@ def tool_specs(task: TaskView) -> list[ToolSpec]:
 
 
 def _preview(passages) -> str:
-    return "\n".join(f"[{p.chunk_id}] {' '.join(p.text.split())[:PREVIEW_CHARS]}" for p in passages) or "(nothing)"
+    """Each passage's start, for the controller (its context grows every step); a cut one ends in CUT."""
+    def start(text: str) -> str:
+        flat = " ".join(text.split())
+        return flat if len(flat) <= PREVIEW_CHARS else flat[:PREVIEW_CHARS].rsplit(" ", 1)[0] + " " + CUT
+    return "\n".join(f"[{p.chunk_id}] {start(p.text)}" for p in passages) or "(nothing)"
 
 
 class IBAFunctionCallingAgent(Agent):
@@ -132,7 +150,8 @@ class IBAFunctionCallingAgent(Agent):
                 choice = nudge or "auto"
             nudge = None
             with trace.step("controller", {"step": step_no, "tool_choice": choice, "messages": len(messages)}) as st:
-                st.llm(prompt, [])
+                # the conversation so far is this call's prompt (on call_api tasks it decides the params)
+                st.llm(Prompt(prompt.name, prompt.hash, [{"content": _content(m)} for m in messages]), [])
                 comp = await self.env.backend.complete(
                     list(messages), tools=specs, tool_choice=choice, max_tokens=self.opts.controller_max_tokens, seed=self.env.seed
                 )
@@ -175,6 +194,8 @@ class IBAFunctionCallingAgent(Agent):
             new = await tools.facet_retrieve()
             if tools.o.scan:
                 new += await tools.cue_scan_retrieve()
+            if tools.o.feedback:
+                new += await tools.feedback_retrieve()
             return Outcome(json.dumps(tools.queries.model_dump()) + f"\nfound {len({p.chunk_id for p in new})} passages")
         if name == "rerank_evidence":
             _args(NoArgs, args, name)
@@ -186,8 +207,7 @@ class IBAFunctionCallingAgent(Agent):
         if name == "extract_preferences":
             _args(NoArgs, args, name)
             await self._ensure_evidence(tools)
-            await tools.compact_evidence()
-            prefs = await tools.extract_preferences()
+            prefs = await tools.extract_preferences()  # compacts first when compact=llm
             return Outcome("\n".join(preference_lines(prefs)) or "no preferences found")
         if name == "plan_alignment":
             _args(NoArgs, args, name)
@@ -218,6 +238,12 @@ class IBAFunctionCallingAgent(Agent):
                 await tools.similarity_retrieve()
             tools.filter_redundant()
             await tools.rerank_salience()
+
+
+def _content(message: dict[str, Any]) -> str:
+    """A chat message as text: its content, and the arguments of any tool calls it made."""
+    calls = message.get("tool_calls") or []
+    return "\n".join([str(message.get("content") or ""), *(json.dumps(c, ensure_ascii=False, default=str) for c in calls)])
 
 
 def _args(model: type[BaseModel], args: dict[str, Any], tool: str) -> Any:

@@ -1,4 +1,8 @@
-"""What an `iba` or `iba-fc` agent spec can set (iba_fc.FCOptions adds the controller's options)."""
+"""What an `iba` or `iba-fc` agent spec can set (iba_fc.FCOptions adds the controller's options).
+
+Deep Retrieval's options are `DeepOptions` (iba.retrieval.deep), shared by name and default with
+`iba eval-retrieval`. A combination in which an option given in the spec would change nothing is
+rejected with its name (e.g. `retrieval=false&k=3`: plain retrieval has no per-query k)."""
 
 from __future__ import annotations
 
@@ -6,44 +10,36 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from iba.retrieval.passage import Method, Unit
 from iba.agents.base import check_overlap
-from iba.types import Strict
+from iba.retrieval.deep import DeepOptions
+from iba.retrieval.passage import Unit
+
+# the deciding prompt's size in tokens (extract, align_slot, synthesize): the evidence views fill
+# what the rest of the prompt leaves. 4k: reach per budget in bench/BENCHMARKS.md (issue 26)
+DEFAULT_BUDGET = 4000
 
 
-class IBAOptions(Strict):
+class IBAOptions(DeepOptions):
     """Options of the `iba` agent (and `iba-fc`), from the spec: `iba?retrieval=false&reranker=rules`."""
 
     retrieval: bool = True  # Deep Retrieval; false = plain top-3 dense (ablation "w/o Deep Retrieval")
     btda: bool = True  # Broad Thinking & Deep Alignment (ablation "w/o BT+DA")
     synthesis: Literal["plan", "rag"] = "plan"  # rag = the RAG-style synthesis ablation
-    expansion: Literal["llm", "template"] = "llm"
-    # llm: all candidates scored in one call; each: one call per candidate (the naive scorer, for
-    # the effort comparison); rules: Table 12 by rules, no call
-    reranker: Literal["llm", "each", "rules"] = "llm"
-    compact: Literal["llm", "rules"] = "llm"
+    # llm: the model quotes the informative moments of the kept passages for the extractor; none: the
+    # extractor reads the evidence view itself (whole user turns by relevance, within `budget`)
+    compact: Literal["llm", "none"] = "llm"
     # plan: compact -> extract -> align (the paper's BT+DA); slots: for CallAPI tasks, one constrained
-    # choice per enum/boolean parameter from the kept passages' user lines, enforced in the final
+    # choice per enum/boolean parameter over that parameter's evidence view, enforced in the final
     # params (alignment_tools.align_slots); Generate tasks keep the plan
     align: Literal["plan", "slots"] = "plan"
-    slot_lines: int = Field(3, ge=0)  # align=slots: the user's lines shown per parameter (0: all of them)
-    unit: Unit = "token"
+    # tokens of each deciding prompt (extract, align_slot, synthesize); its evidence view gets what the
+    # rest of the prompt leaves
+    budget: int = Field(DEFAULT_BUDGET, ge=500)
+    # mixed: the 256-token windows plus one unit per user turn; the views reach more gold evidence from
+    # it at every budget (tuning sample, 4k, k=5: slots 0.653 -> 0.737, checkpoints 0.639 -> 0.745; issue 26)
+    unit: Unit = "mixed"
     size: int = Field(256, ge=1)
     overlap: int = Field(50, ge=0)
-    # passages per query and search: the paper's C.3 is top-3 dense (k=3&method=dense); top-5
-    # hybrid (dense + BM25 by RRF) finds more evidence with the small offline MiniLM (see eval-retrieval)
-    k: int = Field(5, ge=1)
-    method: Method = "hybrid"
-    feedback: bool = True  # relevance-feedback search with the best candidates' cue lines
-    scan: bool = True  # signal-first scan: cue-bearing passages most similar to the queries
-    repeats: bool = True  # fold in the turns where the user repeated a kept passage's cue sentence
-    # rule reranker: move each candidate's relevance by how much nearer it is to the task's scenario
-    # name than to the benchmark's other scenario names (AgentEnv.scenarios, 3 or more); off by default
-    # until its effect on the action is measured (recall figures: bench/BENCHMARKS.md, session 7)
-    contrast: bool = False
-    max_candidates: int = Field(15, ge=1)  # passages the salience scorer sees (prompt-token budget)
-    max_passages: int = Field(10, ge=1)
-    retain_at: int = Field(5, ge=0, le=10)  # salience is 0-10
     # the LLM steps after retrieval continue one conversation, so each prompt extends the last and
     # the model reuses its prompt state (iba.agents.step_prompts); false = one prompt per step
     chain: bool = False
@@ -51,5 +47,34 @@ class IBAOptions(Strict):
     step_max_tokens: int | None = Field(None, ge=1)  # cap on every intermediate step's reply (quick tests)
 
     @model_validator(mode="after")
-    def _overlap(self) -> IBAOptions:
+    def _no_idle_options(self) -> "IBAOptions":
+        idle = ignored_options(self)
+        if idle:
+            raise ValueError("; ".join(f"{', '.join(names)} would change nothing: {why}" for why, names in idle.items()))
         return check_overlap(self)
+
+
+# options that only Deep Retrieval reads
+_DEEP_ONLY = ("expansion", "reranker", "k", "method", "feedback", "scan", "repeats", "slots", "contrast",
+              "max_candidates", "max_passages", "retain_at")
+
+
+def ignored_options(o: IBAOptions) -> dict[str, list[str]]:
+    """Options given in the spec that this combination never reads, grouped by why."""
+    given = o.model_fields_set
+    out: dict[str, list[str]] = {}
+
+    def idle(names: tuple[str, ...] | list[str], why: str) -> None:
+        hit = [n for n in names if n in given]
+        if hit:
+            out.setdefault(why, []).extend(hit)
+
+    if not o.retrieval:
+        idle(_DEEP_ONLY, "retrieval=false is plain top-3 dense retrieval")
+    elif o.reranker == "rules":
+        idle(("max_candidates",), "it bounds an LLM scorer's prompt and reranker=rules scores every candidate")
+    if not o.btda:
+        idle(("compact", "align"), "btda=false skips Broad Thinking & Deep Alignment")
+    if o.unit in ("turn", "session"):
+        idle(("size", "overlap"), f"unit={o.unit} has no token windows")
+    return out

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from iba.agents.base import AgentEnv
+from iba.agents.base import AgentEnv, AgentError
 from iba.agents.iba_options import IBAOptions
 from iba.agents.preferences import ResolvedPreferences
 from iba.agents.replies import AlignmentPlan, CompactEvidence
 from iba.agents.step_prompts import StepPrompts
 from iba.agents.trace import Trace
-from iba.llm.base import Backend
-from iba.retrieval.deep import CandidatePool
+from iba.llm.base import Backend, approx_tokens
+from iba.retrieval.deep import CandidatePool, DeepRetrieval
 from iba.retrieval.expansion import FacetQueries
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.passage import Passage
@@ -17,28 +17,52 @@ from iba.types import TaskView, Turn
 
 
 class ToolState:
-    """The (task, history) the tools work on, what they found so far, and the trace they record into."""
+    """The (task, history) the tools work on, what they found so far, and the trace they record into.
+
+    `env.backend` may be None where only the prompts are wanted (`iba eval-retrieval`'s reach of a
+    model-free configuration): a step that would call a model then raises."""
 
     def __init__(self, env: AgentEnv, opts: IBAOptions, task: TaskView, history: list[Turn], trace: Trace) -> None:
         self.env = env
         self.o = opts
         self.task = task
         self.history = history
+        self.turns = {t.id: t for t in history}
         self.trace = trace
         self.index: HistoryIndex | None = None
-        self.rankings: list[tuple[str, list[Passage]]] = []
-        self.queries: FacetQueries | None = None
-        self.pool: CandidatePool | None = None
-        self.evidence: list[Passage] = []
+        self.evidence: list[Passage] = []  # the passages kept for the answer, best first
+        self.ranked: list[Passage] = []  # kept first, then the other scored candidates (the views' source)
         self.compacted: CompactEvidence | None = None
         self.preferences: ResolvedPreferences | None = None
         self.plan: AlignmentPlan | None = None
         self.prompts = StepPrompts(env.backend, opts.chain)
         self.shown: dict[str, str] = {}  # chunk id -> its label in the open conversation's salience list
+        self.deep: DeepRetrieval = self._pipeline()
+
+    def _pipeline(self) -> DeepRetrieval:  # DeepRetrievalTools builds it with its plug-ins
+        raise NotImplementedError
+
+    @property
+    def rankings(self) -> list[tuple[str, list[Passage]]]:
+        return self.deep.rankings
+
+    @property
+    def queries(self) -> FacetQueries | None:
+        return self.deep.queries
+
+    @property
+    def pool(self) -> CandidatePool | None:
+        return self.deep.pool
 
     @property
     def backend(self) -> Backend:
+        if self.env.backend is None:
+            raise AgentError(f"{self.task.instance_id}: this configuration calls a model and none was given")
         return self.env.backend
+
+    def count(self, text: str) -> int:
+        """Tokens of a prompt text, by the backend's tokenizer (else about 4 characters per token)."""
+        return self.env.backend.count_tokens(text) if self.env.backend is not None else approx_tokens(text)
 
     def _cap(self, tokens: int) -> int:
         return min(tokens, self.o.step_max_tokens) if self.o.step_max_tokens else tokens

@@ -34,6 +34,11 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def prompt_text(prompt: Prompt) -> str:
+    """The text a model reads from a prompt: its messages' contents, in order."""
+    return "\n\n".join(str(m.get("content") or "") for m in prompt.messages)
+
+
 class StepRecord:
     """The mutable record of one step while it runs."""
 
@@ -60,6 +65,7 @@ class StepRecord:
             outputs=_jsonable(self.outputs),
             prompt=self.prompt.name if self.prompt else None,
             prompt_hash=self.prompt.hash if self.prompt else None,
+            prompt_text=prompt_text(self.prompt) if self.prompt else None,
             llm_calls=usage.llm_calls,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,

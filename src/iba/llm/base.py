@@ -87,7 +87,13 @@ class Backend(ABC):
 
     def count_tokens(self, text: str) -> int:
         """Token count for budgeting prompts; providers with a tokenizer override this."""
-        return max(1, len(text) // 4)
+        return approx_tokens(text)
+
+
+def approx_tokens(text: str) -> int:
+    """About four characters per token: the budget count of a backend without a tokenizer (an
+    OpenAI-compatible server), and of the model-free reach measure (`iba eval-retrieval`)."""
+    return max(1, len(text) // 4)
 
 
 def request_params(

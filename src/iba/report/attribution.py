@@ -1,5 +1,6 @@
-"""Per-checkpoint/slot attribution: did the agent keep the gold evidence, name the preference,
-and apply it? The knowledge-to-action gap, measured per target instead of by separate QA probes.
+"""Per-checkpoint/slot attribution: did the agent keep the gold evidence, did it reach the prompt
+of the step that decides, did the agent name the preference, and apply it? The knowledge-to-action
+gap, measured per target instead of by separate QA probes.
 
 One *target* is one checkpoint (Generate) or slot (CallAPI) of one trial of one compared instance
 (`ReportData.compared`, the instances every row scored). For each:
@@ -11,6 +12,10 @@ One *target* is one checkpoint (Generate) or slot (CallAPI) of one trial of one 
   None (not attributable) when the trace records no retrieval (direct, external agents, errored
   runs, failed runs that raised before retrieving) or the target has no located gold evidence.
   A failed run's steps before it raised are read from `RunRecord.partial_trace`.
+- reached: the target's gold evidence clause (the answer key's clause, else the whole gold turn)
+  appears whole in the prompt of a step that decides it (iba.eval.reach: extract, align,
+  align_slot, synthesize; rag and direct: their one prompt). None when the trace recorded no
+  deciding prompt (runs stored before prompts were recorded, external agents) or no clause is located.
 - named: the agent's extracted preferences (the last `extract_preferences` step: the resolved
   current preferences, else the raw extraction) name the gold value; see `names`. None when the
   trace has no extraction step (rag, iba?btda=false).
@@ -26,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from iba.eval.reach import deciding_prompts, gold_clauses, reached as clause_reached, target_params
 from iba.report.analyses import target_passes
 from iba.report.data import ReportData, RowKey
 from iba.report.table import DASH, Table
@@ -43,6 +49,7 @@ class Target:
     target: str
     kind: str  # checkpoint | slot
     retrieved: bool | None
+    reached: bool | None
     named: bool | None
     applied: float  # pass value in [0, 1]
 
@@ -132,24 +139,36 @@ def attribute(data: ReportData) -> list[Target]:
         if inst.key is None:
             continue
         gold = _gold(inst.key)
+        clauses: dict[str, list[str]] | None = None
+        params = target_params(inst.key)
         for run in inst.trials:
             steps = run.action.trace if run.action is not None else run.partial_trace
-            kept, prefs = kept_turns(steps), preference_text(steps)
+            kept, prefs, prompts = kept_turns(steps), preference_text(steps), deciding_prompts(steps)
+            if prompts and clauses is None:
+                clauses = _clauses(data, inst.dataset, run.user_id, inst.key)
             for tid, value in target_passes(inst, run, data.judges).items():
                 if tid not in gold:
                     continue
                 kind, evidence, phrases = gold[tid]
                 retrieved = None if kept is None or not evidence else bool(kept & set(evidence))
+                reached = clause_reached(clauses.get(tid, []), prompts, params.get(tid)) if prompts and clauses else None
                 named = None if prefs is None else names(prefs, phrases)
-                out.append(Target(inst.row, inst.dataset, inst.instance_id, run.trial, tid, kind, retrieved, named,
-                                  value))
+                out.append(Target(inst.row, inst.dataset, inst.instance_id, run.trial, tid, kind, retrieved, reached,
+                                  named, value))
     return out
+
+
+def _clauses(data: ReportData, dataset: str, user_id: str, key: AnswerKey) -> dict[str, list[str]]:
+    """The key's gold clauses; whole gold turns come from the dataset's history (none without it)."""
+    ds = data.datasets.get(dataset)
+    turns = {t.id: t for t in ds.history(user_id)} if ds is not None else {}
+    return gold_clauses(key, turns)
 
 
 def target_records(targets: list[Target]) -> list[dict]:
     """Long format for attribution_targets.csv: one dict per target."""
     return [{"row": t.row.label, "dataset": t.dataset, "instance_id": t.instance_id, "trial": t.trial,
-             "target": t.target, "kind": t.kind, "retrieved": _yn(t.retrieved), "named": _yn(t.named),
+             "target": t.target, "kind": t.kind, "retrieved": _yn(t.retrieved), "reached": _yn(t.reached), "named": _yn(t.named),
              "applied": t.applied} for t in targets]
 
 
@@ -160,8 +179,8 @@ def _yn(v: bool | None) -> str:
 # --------------------------------------------------------------------------- the table
 
 COLUMNS = ["Agent (model)", "targets", "attributable", "retrieved & applied", "retrieved, not applied",
-           "not retrieved, applied", "not retrieved, not applied", "retrieved", "\u2192 named", "\u2192 applied",
-           "applied"]
+           "not retrieved, applied", "not retrieved, not applied", "retrieved", "\u2192 reached", "\u2192 named",
+           "\u2192 applied", "reached", "applied"]
 
 
 def _pct(num: float, den: int) -> float | str:
@@ -173,20 +192,28 @@ def row_cells(targets: list[Target]) -> list[Any]:
     att = [t for t in targets if t.retrieved is not None]
     n, m = len(targets), len(att)
     applied = _pct(sum(t.applied for t in targets), n)
+    measured = [t for t in targets if t.reached is not None]
+    reach = _pct(sum(bool(t.reached) for t in measured), len(measured)) if measured else DASH
     if not att:
-        return [n, DASH, DASH, DASH, DASH, DASH, DASH, DASH, DASH, applied]
+        return [n, DASH, DASH, DASH, DASH, DASH, DASH, DASH, DASH, DASH, reach, applied]
     r = [t for t in att if t.retrieved]
     nr = [t for t in att if not t.retrieved]
     cells: list[Any] = [n, m, Share(sum(t.applied for t in r), m), Share(sum(1 - t.applied for t in r), m),
                         Share(sum(t.applied for t in nr), m), Share(sum(1 - t.applied for t in nr), m),
                         _pct(len(r), m)]
-    if all(t.named is None for t in att):
-        cells += [DASH, DASH]
-    else:
-        # a run that skipped extraction (iba-fc may) named nothing
-        rn = [t for t in r if t.named]
-        cells += [_pct(len(rn), m), _pct(sum(t.applied for t in rn), m)]
-    return cells + [applied]
+    # the funnel: each later stage among the targets that passed the earlier ones; a stage the row's
+    # traces cannot show (no deciding prompt recorded, no extraction step) is skipped with a dash
+    chain, shown = r, False
+    for stage in ("reached", "named"):
+        if all(getattr(t, stage) is None for t in att):
+            cells.append(DASH)
+            continue
+        # a run that skipped the stage (iba-fc may skip extraction) did not pass it
+        chain = [t for t in chain if getattr(t, stage)]
+        cells.append(_pct(len(chain), m))
+        shown = True
+    cells.append(_pct(sum(t.applied for t in chain), m) if shown else DASH)
+    return cells + [reach, applied]
 
 
 def attribution_table(data: ReportData, targets: list[Target] | None = None) -> Table | None:
@@ -204,18 +231,23 @@ def attribution_table(data: ReportData, targets: list[Target] | None = None) -> 
     note = (
         "A target is one checkpoint or slot, with a scored verdict, of one trial of a compared instance. retrieved = a gold evidence turn "
         "of the target is among the passages the agent kept for its answer (the reranker's retained passages when "
-        "the trace has them, not every search hit; else the similarity-search results). named = the agent's "
+        "the trace has them, not every search hit; else the similarity-search results). reached = the target's gold "
+        "evidence clause (the answer key's clause, else the whole gold turn) appears whole in the prompt of a step that "
+        "decides it (extract, align, align_slot, synthesize; rag and direct: their one prompt); the reached column is "
+        "its share of every target whose run recorded a deciding prompt (iba's evidence views may also show turns of "
+        "candidates the reranker did not keep, so it can exceed retrieved). named = the agent's "
         "extracted preferences contain the gold value (lower-cased tokens; each token of the value equal to, or a "
         f"prefix of at least {MIN_PREFIX} characters of, a token of the preferences). applied = the verdict (mean over "
         "judges of the mean over repeats), so cells are sums of pass values. The four cells and the funnel "
-        "(retrieved, \u2192 also named, \u2192 also named and applied) are shares of the attributable targets; "
+        "(retrieved, \u2192 also reached, \u2192 also named, \u2192 and applied) are shares of the attributable targets; "
         "applied is the share of all targets. Rows without a retrieval trace (direct, external agents) show only "
-        "applied; rows whose trace has no preference extraction show \u2013 for the funnel's later steps. "
+        "reached and applied; a funnel stage the row's traces cannot show (no recorded prompt, no preference "
+        "extraction) is \u2013 and skipped. "
         + (f"Not attributable (no retrieval in the trace, as for runs that failed before retrieving, or no located gold evidence): {'; '.join(partial)}. "
            if partial else "")
         + data.left_out_note()
     )
-    return Table("attribution", "Attribution: retrieved \u00d7 applied per checkpoint/slot", COLUMNS, rows,
+    return Table("attribution", "Attribution: retrieved \u2192 reached \u2192 named \u2192 applied per checkpoint/slot", COLUMNS, rows,
                  note=note, rank_columns=[], cell_format=lambda v: f"{v:.1f}")
 
 

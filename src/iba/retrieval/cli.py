@@ -1,5 +1,8 @@
 """`iba eval-retrieval DATASET`: recall@3 / recall@10 of gold evidence for dense top-3, BM25,
-hybrid and Deep Retrieval (see iba.retrieval.evaluate for the definitions)."""
+hybrid and Deep Retrieval (see iba.retrieval.evaluate for the definitions); with `--agent SPEC`,
+also the *reach* of each configuration at each `--budget`: the share of checkpoints and of slots
+whose gold evidence clause appears whole in the prompt of the step that decides it, the prompts
+built by the agents' own code without a model (iba.run.prompt_reach, iba.eval.reach)."""
 
 from __future__ import annotations
 
@@ -13,11 +16,15 @@ from pathlib import Path
 from iba.argtypes import positive_int
 
 EXPANSIONS = ("template", "llm")
+BUDGETS = (1000, 2000, 4000, 8000)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", help="a dataset directory built by `iba build`")
-    p.add_argument("--json", action="store_true", help="print exactly one JSON object (method -> recalls)")
+    from iba.retrieval.deep import DeepOptions
+
+    d = DeepOptions()
+    p.add_argument("dataset", help="a dataset directory built by `iba build` or `iba import`")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object (method -> recalls[, reach])")
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N instances")
     p.add_argument(
         "--users", type=positive_int, default=None,
@@ -26,26 +33,43 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--embedder", default="minilm", help="embedder name (minilm, all-mpnet-base-v2, bge-m3)")
     p.add_argument("--unit", choices=("token", "turn", "session", "mixed"), default="token", help="retrieval unit (default: 256-token chunks, 50 overlap)")
-    p.add_argument("--k", type=positive_int, default=5, help="passages per query inside Deep Retrieval (default 5; the paper's 3)")
-    p.add_argument("--deep-method", choices=("dense", "hybrid"), default="hybrid", help="search of Deep Retrieval's queries (default hybrid; the paper's dense)")
-    p.add_argument("--no-feedback", action="store_true", help="Deep Retrieval without the relevance-feedback searches")
-    p.add_argument("--no-scan", action="store_true", help="Deep Retrieval without the signal-first cue scan")
-    p.add_argument("--slots", action="store_true", help="Deep Retrieval with one query per API choice parameter (off: it did not hold on held-out users)")
-    p.add_argument("--no-contrast", action="store_true",
-                   help="Deep Retrieval without scenario contrast (relevance moved by how much nearer a passage is to "
-                        "the task's scenario name than to the dataset's other scenario names)")
-    p.add_argument("--no-repeats", action="store_true", help="Deep Retrieval without history-wide repeat folding "
-                   "(with --no-feedback --no-scan --no-contrast --k 3 --deep-method dense: the paper's retrieval)")
-    p.add_argument("--expansion", choices=EXPANSIONS, default="template", help="facet queries from templates (default) or an LLM")
-    p.add_argument("--model", default=None, help="model for --expansion llm (default: local:qwen2.5-coder-0.5b)")
-    p.add_argument("--base-url", default=None, help="server for openai: models")
+    g = p.add_argument_group("Deep Retrieval (the agents' options of the same names: iba?k=3&method=dense&feedback=false...)")
+    g.add_argument("--k", type=positive_int, default=d.k, help=f"passages per query (default {d.k}; the paper's 3)")
+    g.add_argument("--method", choices=("dense", "bm25", "hybrid"), default=d.method, help=f"search of the queries (default {d.method}; the paper's dense)")
+    g.add_argument("--no-feedback", action="store_true", help="without the relevance-feedback searches (feedback=false)")
+    g.add_argument("--no-scan", action="store_true", help="without the signal-first cue scan (scan=false)")
+    g.add_argument("--slots", action="store_true", help="one more query per API choice parameter (slots=true)")
+    g.add_argument("--contrast", action=argparse.BooleanOptionalAction, default=d.contrast,
+                   help="relevance moved by how much nearer a passage is to the task's scenario name than to the "
+                        f"dataset's other scenario names (contrast=true; default {'on' if d.contrast else 'off'})")
+    g.add_argument("--no-repeats", action="store_true", help="without history-wide repeat folding (repeats=false; "
+                   "with --no-feedback --no-scan --no-contrast --k 3 --method dense: the paper's retrieval)")
+    g.add_argument("--max-passages", type=positive_int, default=d.max_passages, help=f"passages kept (default {d.max_passages})")
+    g.add_argument("--expansion", choices=EXPANSIONS, default="template", help="facet queries from templates (default) or an LLM")
+    g.add_argument("--model", default=None, help="model for --expansion llm (default: local:qwen2.5-coder-0.5b)")
+    g.add_argument("--base-url", default=None, help="server for openai: models")
+    r = p.add_argument_group("reach (what a configuration's deciding prompts show)")
+    r.add_argument("--agent", action="append", dest="agents", metavar="SPEC", default=[],
+                   help="a model-free configuration to measure reach for, repeatable: rag, direct, "
+                        "'iba?expansion=template&reranker=rules&compact=none' and its variants")
+    r.add_argument("--budget", action="append", type=positive_int, dest="budgets", metavar="TOKENS", default=[],
+                   help=f"deciding-prompt size in tokens (about 4 characters each), repeatable (default: {', '.join(map(str, BUDGETS))})")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--cache-dir", default=".iba-cache", help="history index cache (default .iba-cache)")
+
+
+def deep_options(args: argparse.Namespace):
+    from iba.retrieval.deep import DeepOptions
+
+    return DeepOptions(expansion="template", reranker="rules", k=args.k, method=args.method, feedback=not args.no_feedback,
+                       scan=not args.no_scan, repeats=not args.no_repeats, slots=args.slots, contrast=args.contrast,
+                       max_passages=args.max_passages)
 
 
 def main(args: argparse.Namespace) -> int:
     from iba.dataset import Dataset
     from iba.retrieval.evaluate import RecallTable, gold_turns, ranked_lists
+    from iba.run.prompt_reach import ReachTable
     from iba.retrieval.index import HistoryIndex
 
     ds = Dataset(args.dataset)
@@ -55,32 +79,49 @@ def main(args: argparse.Namespace) -> int:
         instances = sample_users(instances, args.users, args.seed)
     if args.limit:
         instances = instances[: args.limit]
+    budgets = args.budgets or list(BUDGETS)
+    if args.agents:
+        from iba.run.prompt_reach import check_spec
+
+        for spec in args.agents:
+            try:
+                check_spec(spec)
+            except ValueError as e:
+                print(f"iba eval-retrieval: --agent {spec}: {e}", file=sys.stderr)
+                return 2
+        if any(b < 500 for b in budgets):
+            print("iba eval-retrieval: --budget must be >= 500 tokens", file=sys.stderr)
+            return 2
     backend = None
     if args.expansion == "llm":
         from iba.llm import DEFAULT_MODEL, resolve_backend
 
         backend = resolve_backend(args.model or DEFAULT_MODEL, base_url=args.base_url)
+    opts = deep_options(args)
     scenarios = ds.scenario_names  # public: the tasks' own names
     table = RecallTable()
+    reach = ReachTable(args.agents, budgets)
     skipped = 0
     start = time.perf_counter()
     for n, task in enumerate(instances, start=1):
-        gold = gold_turns(keys[task.instance_id])
-        if not gold:
+        key = keys[task.instance_id]
+        gold = gold_turns(key)
+        history = ds.history(task.user_id)
+        if gold:
+            index = HistoryIndex.build(history, args.embedder, Path(args.cache_dir), unit=args.unit)
+            queries = asyncio.run(_llm_queries(backend, task, args.seed)) if backend else None
+            table.add(ranked_lists(index, task, opts, queries, scenarios=scenarios), gold)
+        else:
             skipped += 1
-            continue
-        index = HistoryIndex.build(ds.history(task.user_id), args.embedder, Path(args.cache_dir), unit=args.unit)
-        queries = asyncio.run(_llm_queries(backend, task, args.seed)) if backend else None
-        table.add(ranked_lists(index, task, queries, deep_k=args.k, deep_method=args.deep_method, feedback=not args.no_feedback,
-                               scan=not args.no_scan, repeats=not args.no_repeats, slots=args.slots,
-                               scenarios=() if args.no_contrast else scenarios), gold)
+        if args.agents:
+            asyncio.run(reach.add(task, key, history, Path(args.cache_dir), args.embedder, scenarios))
         if sys.stderr.isatty():
             print(f"\r{n}/{len(instances)} instances", end="", file=sys.stderr, flush=True)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     summary = table.summary()
     if args.json:
-        print(json.dumps(summary))
+        print(json.dumps(summary | ({"reach": reach.summary()} if args.agents else {})))
         return 0
     print(f"dataset {args.dataset} ({ds.name}): {len(instances) - skipped} instances with gold evidence"
           f"{f', {skipped} without' if skipped else ''}; embedder {args.embedder}, unit {args.unit}, "
@@ -88,6 +129,13 @@ def main(args: argparse.Namespace) -> int:
     print(f"{'method':<12}{'recall@3':>10}{'recall@10':>11}")
     for method, row in summary.items():
         print(f"{method:<12}{row['recall@3']:>10.3f}{row['recall@10']:>11.3f}")
+    if args.agents:
+        print("\nreach: share of targets whose gold clause appears whole in a deciding prompt (n targets; "
+              "tokens: the largest deciding prompt, mean over instances)")
+        print(f"{'configuration':<60}{'budget':>8}{'slots':>16}{'checkpoints':>16}{'tokens':>8}")
+        for row in reach.summary():
+            cells = [f"{row[k]:.3f} ({row['n_' + k]})" if row["n_" + k] else "-" for k in ("slots", "checkpoints")]
+            print(f"{row['agent']:<60}{row['budget']:>8}{cells[0]:>16}{cells[1]:>16}{row['tokens']:>8.0f}")
     return 0
 
 

@@ -10,18 +10,22 @@
     -> repeats across the history (our addition): a cue-bearing sentence of a kept passage that the
        user said again elsewhere folds those turns in, with their dates ("said the same again on")
 
-The LLM-driven variants plug into the same functions: expansion in iba.retrieval.llm_expansion,
-salience in the IBA-Agent's rerank_salience (iba.agents.retrieval_tools); `deep_retrieve` here is
-the deterministic variant (template expansion, rule scorer) used by `iba eval-retrieval` and by
-the agents' `expansion=template&reranker=rules` options.
+One pipeline, `DeepRetrieval`, runs these steps for `iba eval-retrieval` and for the agents (`iba`,
+`iba-fc`, whose tools are its stages), with the same options (`DeepOptions`, the agents' spec names)
+and defaults. Expansion and scoring plug in: the template queries and the rule scorer are the
+model-free defaults; the agents pass their LLM expansion and LLM salience scorer. `deep_retrieve`
+is the synchronous model-free shortcut.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import Field
@@ -31,15 +35,17 @@ from iba.retrieval.expansion import FacetQueries, template_queries
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.passage import Method, Passage
 from iba.retrieval.salience import MAX_PASSAGES, MAX_RELEVANCE, RETAIN_AT, SalienceScore, rule_scores, select, signal_type, user_lines
+from iba.retrieval.views import REPEAT_NOTE
 from iba.types import Strict, TaskView
 
 # per-query depth and search of Deep Retrieval. The paper (C.3) uses top-3 by dense similarity;
-# with the small offline MiniLM, top-5 hybrid (dense + BM25 fused by RRF) finds clearly more
-# evidence (iba eval-retrieval); `k=3, method="dense"` reproduces the paper's setting.
-DEEP_K = 5
+# with the small offline MiniLM, hybrid (dense + BM25 fused by RRF) finds clearly more evidence
+# (iba eval-retrieval); `k=3, method="dense"` reproduces the paper's setting. 20 per query: the
+# evidence views fill a prompt budget from the whole pool, and a deeper pool reaches more gold at
+# 8k tokens (k 10 / 20: slots 0.892 / 0.922, checkpoints 0.874 / 0.897 on the tuning sample, issue 26)
+DEEP_K = 20
 DEEP_METHOD: Method = "hybrid"
 OVERLAP_DROP = 0.8  # a passage sharing >= 80% of its words with a kept one adds nothing new
-REPEAT_NOTE = "(the user said the same again on"
 FEEDBACK_K = 2  # passages per relevance-feedback query
 REPEAT_MIN_WORDS = 6  # shorter sentences ("thanks so much for that") repeat by chance
 MAX_REPEATS = 12  # turns folded into one passage by history-wide repeat search
@@ -61,8 +67,9 @@ class DeepResult(Strict):
     queries: FacetQueries
     candidates: list[Passage]  # after redundancy filtering, in fused order
     dropped: list[str] = Field(default_factory=list)  # chunk ids removed as redundant
-    scores: list[SalienceScore]  # one per candidate
+    scores: list[SalienceScore]  # one per scored candidate
     passages: list[Passage]  # retained, best first; Passage.score is the salience
+    ranked: list[Passage] = Field(default_factory=list)  # retained, then the other candidates by salience
 
 
 def labelled_queries(task: TaskView, queries: FacetQueries, slots: bool = False) -> list[tuple[str, str]]:
@@ -338,47 +345,241 @@ def contrast_scores(scores: Sequence[SalienceScore], contrast: np.ndarray, weigh
     ]
 
 
-def deep_retrieve(
-    index: HistoryIndex,
-    task: TaskView,
-    queries: FacetQueries | None = None,
-    k: int = DEEP_K,
-    method: Method = DEEP_METHOD,
-    retain_at: int = RETAIN_AT,
-    limit: int = MAX_PASSAGES,
-    feedback: bool = True,
-    repeats: bool = True,
-    scan: bool = True,
-    slots: bool = False,
-    scenarios: Sequence[str] = (),
-    contrast_weight: float = CONTRAST_WEIGHT,
-) -> DeepResult:
-    """Deep Retrieval without an LLM: template facet queries (unless given) and the rule scorer.
 
-    slots: add one query per choice parameter of an API task (`slot_queries`). Off: +0.02 Deep R@10
-    on seed 101 but -0.03 on held-out seed 404 (bench/BENCHMARKS.md, session 7).
-    scenarios: the scenario names of the benchmark's tasks; with 3 or more, each candidate's
-    relevance moves with its `scenario_contrast` (`contrast_weight` points per pool sd; 0: off)."""
-    queries = queries or template_queries(task)
-    labelled = labelled_queries(task, queries, slots=slots)
-    results = index.search_many([q for _, q in labelled], k, method)
-    rankings = [(label, found) for (label, _), found in zip(labelled, results)]
-    if scan:
-        rankings.append(("cue_scan", cue_scan(index, [q for _, q in labelled])))
-    if feedback:
-        fb = feedback_queries(merge_rankings(rankings))
-        fb_results = index.search_many([q for _, q in fb], FEEDBACK_K, method)
-        rankings += [(label, found) for (label, _), found in zip(fb, fb_results)]
-    pool, dropped = filter_redundant(merge_rankings(rankings))
-    scores = rule_scores(pool.passages, pool.best_ranks, pool.hits)
-    contrast = scenario_contrast(index, pool.passages, task.scenario_name, scenarios) if contrast_weight else None
-    if contrast is not None:
-        scores = contrast_scores(scores, contrast, contrast_weight)
-    kept = select(pool.passages, scores, retain_at, limit)
-    return DeepResult(
-        queries=queries,
-        candidates=pool.passages,
-        dropped=dropped,
-        scores=scores,
-        passages=fold_history_repeats(index, kept) if repeats else kept,
-    )
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+class DeepOptions(Strict):
+    """Deep Retrieval's options: the same names (and defaults) in an agent spec (`iba?k=3&scan=false`)
+    and in `iba eval-retrieval` (`--k 3 --no-scan`)."""
+
+    # facet queries: written by the LLM (one call) or from templates (no model)
+    expansion: Literal["llm", "template"] = "llm"
+    # llm: the candidates scored in one call; each: one call per candidate (the naive scorer, for the
+    # effort comparison); rules: Table 12 by rules, no call
+    reranker: Literal["llm", "each", "rules"] = "llm"
+    # passages per query and search: the paper's C.3 is top-3 dense (k=3&method=dense); see DEEP_K
+    k: int = Field(DEEP_K, ge=1)
+    method: Method = DEEP_METHOD
+    feedback: bool = True  # relevance-feedback search with the best candidates' cue lines
+    scan: bool = True  # signal-first scan: cue-bearing passages most similar to the queries
+    repeats: bool = True  # fold in the turns where the user repeated a kept passage's cue sentence
+    slots: bool = False  # one more query per API choice parameter (`slot_queries`)
+    # move each candidate's relevance by how much nearer it is to the task's scenario name than to
+    # the benchmark's other scenario names (3 or more; `CONTRAST_WEIGHT` points per pool sd)
+    contrast: bool = False
+    max_candidates: int = Field(15, ge=1)  # passages an LLM scorer sees (its prompt budget); rules see all
+    max_passages: int = Field(MAX_PASSAGES, ge=1)
+    retain_at: int = Field(RETAIN_AT, ge=0, le=10)
+
+
+class StepLike(Protocol):
+    outputs: Any
+
+    def llm(self, prompt: Any, completions: Sequence[Any]) -> None: ...
+
+
+class Tracer(Protocol):
+    def step(self, name: str, inputs: Any = None) -> contextlib.AbstractContextManager[StepLike]: ...
+
+
+class _Quiet:
+    """A step record that records nothing (eval-retrieval has no trace)."""
+
+    outputs: Any = None
+
+    def llm(self, prompt: Any, completions: Sequence[Any]) -> None:
+        pass
+
+
+class NoTrace:
+    @contextlib.contextmanager
+    def step(self, name: str, inputs: Any = None) -> Iterator[StepLike]:
+        yield _Quiet()
+
+
+# expansion: (task, step) -> facet queries; scoring: (candidates, pool, step) -> one score each
+Expander = Callable[[TaskView, StepLike], Awaitable[FacetQueries]]
+Scorer = Callable[[list[Passage], CandidatePool, StepLike], Awaitable[list[SalienceScore]]]
+
+
+def brief(p: Passage) -> dict[str, Any]:
+    return {"chunk_id": p.chunk_id, "turn_ids": p.turn_ids, "score": round(p.score, 4), "facets": p.facets}
+
+
+class DeepRetrieval:
+    """Deep Retrieval over one task's history index; each stage is a traced step, callable alone
+    (the iba-fc controller calls them as tools) or in order (`run`).
+
+    index: an async callable that loads the history index (the agents load it off the event loop).
+    expand / score: the LLM plug-ins; None = template queries / the rule scorer.
+    scenarios: the benchmark's public scenario names, for `contrast`."""
+
+    def __init__(
+        self, task: TaskView, opts: DeepOptions, index: Callable[[], Awaitable[HistoryIndex]], *,
+        expand: Expander | None = None, score: Scorer | None = None, scenarios: Sequence[str] = (),
+        trace: Tracer | None = None,
+    ) -> None:
+        self.task, self.o, self._index = task, opts, index
+        self._expand, self._score = expand, score
+        self.scenarios = tuple(scenarios)
+        self.trace: Tracer = trace or NoTrace()
+        self.rankings: list[tuple[str, list[Passage]]] = []
+        self.queries: FacetQueries | None = None
+        self.pool: CandidatePool | None = None
+        self.dropped: list[str] = []
+        self.scores: list[SalienceScore] = []
+        self.evidence: list[Passage] = []  # kept, best first; Passage.score is the salience
+        self.ranked: list[Passage] = []  # kept first, then the other candidates by salience (the views' source)
+
+    async def search(self, query: str | None = None, k: int | None = None, label: str = "task",
+                     method: Method | None = None) -> list[Passage]:
+        """Top-k passages for a query (the task text by default); they join the candidate pool."""
+        index = await self._index()
+        query, k, method = query or self.task.query, k or self.o.k, method or self.o.method
+        with self.trace.step("similarity_retrieve", {"query": query, "k": k, "method": method}) as step:
+            found = await asyncio.to_thread(index.search, query, k, method)
+            self.rankings.append((label, found))
+            step.outputs = [brief(p) for p in found]
+        return found
+
+    async def expand(self) -> FacetQueries:
+        """The five facet sub-queries of Table 3 (the expansion plug-in, else the templates)."""
+        mode = "template" if self._expand is None else self.o.expansion
+        with self.trace.step("expand_queries", {"query": self.task.query, "mode": mode}) as step:
+            self.queries = template_queries(self.task) if self._expand is None else await self._expand(self.task, step)
+            step.outputs = self.queries
+        return self.queries
+
+    def _labelled(self) -> list[tuple[str, str]]:
+        return labelled_queries(self.task, self.queries, slots=self.o.slots) if self.queries else [("task", self.task.query)]
+
+    async def search_facets(self) -> list[Passage]:
+        """Top-k passages for each facet sub-query (and slot query), in one batch; they join the pool."""
+        index = await self._index()
+        queries = self.queries or await self.expand()
+        extra = slot_queries(self.task) if self.o.slots else []
+        labelled = [*queries.items(), *extra]
+        with self.trace.step("facet_retrieve", {"queries": queries, "slot_queries": [q for _, q in extra],
+                                                "k": self.o.k, "method": self.o.method}) as step:
+            results = await asyncio.to_thread(index.search_many, [q for _, q in labelled], self.o.k, self.o.method)
+            new: list[Passage] = []
+            for (label, _), found in zip(labelled, results):
+                self.rankings.append((label, found))
+                new.extend(found)
+            step.outputs = {label: [p.chunk_id for p in found] for (label, _), found in zip(labelled, results)}
+        return new
+
+    async def scan_cues(self) -> list[Passage]:
+        """Signal-first scan: among passages where the user voiced a preference (Table 12 cues), the
+        ones most similar to the task and facet queries; they join the pool as one more ranking."""
+        index = await self._index()
+        texts = [q for _, q in self._labelled()]
+        with self.trace.step("cue_scan", {"queries": texts, "k": CUE_SCAN_K}) as step:
+            found = await asyncio.to_thread(cue_scan, index, texts)
+            self.rankings.append(("cue_scan", found))
+            step.outputs = [p.chunk_id for p in found]
+        return found
+
+    async def feedback(self) -> list[Passage]:
+        """Relevance feedback: search again with the cue-bearing user lines of the best candidates."""
+        index = await self._index()
+        queries = feedback_queries(merge_rankings(self.rankings))
+        with self.trace.step("feedback_retrieve", {"queries": [q for _, q in queries], "k": FEEDBACK_K}) as step:
+            results = await asyncio.to_thread(index.search_many, [q for _, q in queries], FEEDBACK_K, self.o.method) if queries else []
+            new: list[Passage] = []
+            for (label, _), found in zip(queries, results):
+                self.rankings.append((label, found))
+                new.extend(found)
+            step.outputs = [[p.chunk_id for p in found] for found in results]
+        return new
+
+    def filter(self) -> CandidatePool:
+        """Merge everything retrieved so far; drop repeats by content hash and high word overlap."""
+        with self.trace.step("filter_redundant", {"rankings": [[lbl, [p.chunk_id for p in ps]] for lbl, ps in self.rankings]}) as step:
+            self.pool, self.dropped = filter_redundant(merge_rankings(self.rankings))
+            step.outputs = {"candidates": [p.chunk_id for p in self.pool.passages], "dropped": self.dropped}
+        return self.pool
+
+    async def rerank(self) -> list[Passage]:
+        """Salience 0-10 per Table 12 (relevance 0-6 + signal 0-4), moved by scenario contrast when on;
+        keep >= retain_at, at most max_passages; fold in the history-wide repeats of the kept ones.
+
+        The rule scorer sees every candidate; an LLM scorer the first `max_candidates` in fused order.
+        An LLM scorer that keeps nothing would leave the later steps blind: the rules decide then."""
+        pool = self.pool or self.filter()
+        llm = self._score is not None
+        n = min(len(pool.passages), self.o.max_candidates) if llm else len(pool.passages)
+        cands = pool.passages[:n]
+        mode = self.o.reranker if llm else "rules"
+        with self.trace.step("rerank_salience", {"candidates": [p.chunk_id for p in cands], "mode": mode,
+                                                 "retain_at": self.o.retain_at, "contrast": self.o.contrast}) as step:
+            scores = (await self._score(cands, pool, step) if llm else rule_scores(cands, pool.best_ranks[:n], pool.hits[:n])) if cands else []
+            scores = await self._contrast(cands, scores)
+            self.evidence = select(cands, scores, self.o.retain_at, self.o.max_passages)
+            fallback = None
+            if cands and not self.evidence and llm:
+                fallback = "rules"
+                scores = await self._contrast(cands, rule_scores(cands, pool.best_ranks[:n], pool.hits[:n]))
+                self.evidence = select(cands, scores, self.o.retain_at, self.o.max_passages)
+            if self.o.repeats and self.evidence:
+                index = await self._index()
+                self.evidence = await asyncio.to_thread(fold_history_repeats, index, self.evidence)
+            self.scores = scores
+            kept = {p.chunk_id for p in self.evidence}
+            rest = sorted((i for i, p in enumerate(cands) if p.chunk_id not in kept), key=lambda i: (-scores[i].total, i))
+            # the views' source: the kept passages, the other scored ones, then those an LLM scorer did not
+            # see (salience 0, fused order): a view picks turns by their own relevance within its budget
+            self.ranked = (self.evidence + [cands[i].model_copy(update={"score": float(scores[i].total)}) for i in rest]
+                           + [p.model_copy(update={"score": 0.0}) for p in pool.passages[n:]])
+            step.outputs = {
+                "fallback": fallback,
+                "scores": {p.chunk_id: s.total for p, s in zip(cands, scores)},
+                "unscored": [p.chunk_id for p in pool.passages[n:]],
+                "retained": [brief(p) for p in self.evidence],
+            }
+        return self.evidence
+
+    async def _contrast(self, cands: list[Passage], scores: list[SalienceScore]) -> list[SalienceScore]:
+        if not self.o.contrast or not cands:
+            return scores
+        index = await self._index()
+        contrast = await asyncio.to_thread(scenario_contrast, index, cands, self.task.scenario_name, self.scenarios)
+        return scores if contrast is None else contrast_scores(scores, contrast, CONTRAST_WEIGHT)
+
+    async def run(self) -> list[Passage]:
+        """Every stage in order: task search, expansion, facet search, [cue scan], [feedback], filter, rerank."""
+        await self.search()
+        await self.expand()
+        await self.search_facets()
+        if self.o.scan:
+            await self.scan_cues()
+        if self.o.feedback:
+            await self.feedback()
+        self.filter()
+        return await self.rerank()
+
+    def result(self) -> DeepResult:
+        assert self.queries is not None and self.pool is not None, "run() first"
+        return DeepResult(queries=self.queries, candidates=self.pool.passages, dropped=self.dropped,
+                          scores=self.scores, passages=self.evidence, ranked=self.ranked)
+
+
+MODEL_FREE = DeepOptions(expansion="template", reranker="rules")
+
+
+def deep_retrieve(index: HistoryIndex, task: TaskView, opts: DeepOptions = MODEL_FREE,
+                  queries: FacetQueries | None = None, scenarios: Sequence[str] = ()) -> DeepResult:
+    """Deep Retrieval without an LLM (template queries unless `queries` are given, the rule scorer),
+    synchronously: the `iba?expansion=template&reranker=rules` agent's retrieval, step for step."""
+
+    async def load() -> HistoryIndex:
+        return index
+
+    async def given(task: TaskView, step: StepLike) -> FacetQueries:
+        return queries  # type: ignore[return-value]
+
+    pipeline = DeepRetrieval(task, opts, load, expand=given if queries else None, scenarios=scenarios)
+    asyncio.run(pipeline.run())
+    return pipeline.result()

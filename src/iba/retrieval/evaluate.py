@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from iba.retrieval.deep import DEEP_K, DEEP_METHOD, deep_retrieve
+from iba.retrieval.deep import MODEL_FREE, DeepOptions, deep_retrieve
 from iba.retrieval.expansion import FacetQueries
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.passage import Passage
@@ -34,17 +34,17 @@ def recall_at(passages: Sequence[Passage], gold: set[str], k: int) -> float:
 
 
 def ranked_lists(
-    index: HistoryIndex, task: TaskView, queries: FacetQueries | None = None, deep_k: int = DEEP_K, deep_method: str = DEEP_METHOD,
-    feedback: bool = True, scan: bool = True, repeats: bool = True, slots: bool = False, scenarios: Sequence[str] = (),
+    index: HistoryIndex, task: TaskView, opts: DeepOptions = MODEL_FREE, queries: FacetQueries | None = None,
+    scenarios: Sequence[str] = (),
 ) -> dict[str, list[Passage]]:
-    """Each method's ranking for one task (10 deep enough for recall@10)."""
+    """Each method's ranking for one task (10 deep enough for recall@10); `deep` is Deep Retrieval's
+    kept passages (the pipeline the agents run, with `opts`)."""
     depth = max(KS)
     return {
         "dense_top3": index.search(task.query, depth, "dense"),
         "bm25": index.search(task.query, depth, "bm25"),
         "hybrid": index.search(task.query, depth, "hybrid"),
-        "deep": deep_retrieve(index, task, queries=queries, k=deep_k, method=deep_method, feedback=feedback,
-                              scan=scan, repeats=repeats, slots=slots, scenarios=scenarios).passages,  # type: ignore[arg-type]
+        "deep": deep_retrieve(index, task, opts, queries=queries, scenarios=scenarios).passages,
     }
 
 

@@ -33,8 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
                    help="the cache `iba run --cache-dir` reads (default: .iba-cache); indexes go to CACHE/index")
     p.add_argument("--embedder", default="minilm", help="the run's --embedder (default: minilm)")
-    p.add_argument("--unit", choices=("token", "turn", "session", "mixed"), default="token",
-                   help="retrieval unit, as the agents' unit= option (default: token)")
+    p.add_argument("--unit", choices=("token", "turn", "session", "mixed"), default="mixed",
+                   help="retrieval unit, as the agents' unit= option (default: mixed, the iba agent's; it also "
+                        "caches the token windows that rag and direct's defaults read)")
     p.add_argument("--size", type=positive_int, default=None,
                    help="tokens per chunk, as the agents' size= option (default 256)")
     p.add_argument("--overlap", type=nonnegative_int, default=None, help="token overlap, as the agents' overlap= option (default 50)")

@@ -117,6 +117,14 @@ def signal_type(text: str) -> str:
     return "none"
 
 
+def text_signal(text: str) -> str:
+    """The strongest Table 12 category whose cue appears in a plain text (one turn's words, no prefix)."""
+    for kind in ("explicit_revision", "complaint", "direct_statement", "implicit_pattern"):
+        if _CUE_RE[kind].search(text):
+            return kind
+    return "none"
+
+
 def rank_relevance(best_rank: int, hits: int) -> int:
     """Relevance from retrieval: rank 1 -> 6, a top-3 hit (the paper's standard retrieval) -> 5,
     top-5 -> 4, top-7 -> 3, top-10 -> 2, deeper -> 1; found by several queries adds 1 (max 6)."""

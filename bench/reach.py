@@ -1,0 +1,239 @@
+"""Reach vs prompt budget: does each checkpoint's / slot's gold evidence clause reach, whole, the prompt
+of the step that decides it, for rag and each model-free iba configuration (issue 26)?
+
+Two ways to get each configuration's deciding prompts, both model-free:
+
+- with --budget (code that has `iba.run.prompt_reach`): the prompts the agents' own prompt builders
+  make at each budget, retrieval run once per instance and spec (`iba eval-retrieval --agent` does
+  the same; tests/run/test_prompt_reach.py holds them equal to the prompts of a real `act()`);
+- with --no-budget (any code, e.g. before budgets existed): the agents' own `act()` with a *prompt
+  recorder* in place of a model, which keeps every prompt and answers each structured step with the
+  emptiest valid reply (no preferences, an empty plan, "unknown", the first allowed value of each
+  required API parameter), so the prompts are what the code builds before any model has said anything.
+
+The reach rule is the repository's own (src/iba/eval/reach.py, loaded by path), so the same script
+measures code *before* a change (run it with that code first on PYTHONPATH) and after:
+
+  python bench/reach.py DATASET --users 8 --seed 707 --cache-dir /tmp/wt26-cache --out runs/reach-707.jsonl \\
+      --agent rag --agent 'iba?expansion=template&reranker=rules&compact=none' --budget 1000 --budget 4000
+  PYTHONPATH=/tmp/old/src python bench/reach.py ... --no-budget     # code without budget options
+
+With --budget, `&budget=B` is added to every rag and iba spec (rag: the passages that fit instead of
+k=3). With --no-budget the specs run as given and the measured prompt size is reported instead.
+Resumable: rows already in --out are skipped (rerun the same command). Prints progress with an ETA
+on stderr and, at the end, the table (also with --report-only) as Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import random
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from iba.agents.base import AgentEnv, parse_agent_spec
+from iba.dataset import Dataset
+from iba.llm.base import Backend, Completion
+from iba import registry
+
+try:  # code before issue 26 has no model-free prompt builder: --no-budget runs its agents instead
+    from iba.run.prompt_reach import SpecPrompts
+except ImportError:  # pragma: no cover - depends on the code measured
+    SpecPrompts = None  # type: ignore[assignment,misc]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _reach_module():
+    """This checkout's reach rule, whatever `iba` is on the path (the code being measured may predate it)."""
+    spec = importlib.util.spec_from_file_location("iba_reach_rule", ROOT / "src" / "iba" / "eval" / "reach.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = mod  # type: ignore[union-attr]  (dataclasses look their module up)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+REACH = _reach_module()
+
+
+def minimal(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
+    """The emptiest value a JSON schema accepts: required keys only, empty arrays (or their minimum),
+    "unknown" where an enum allows it, else its first value; numbers at their minimum."""
+    if "$ref" in schema:
+        return minimal(defs[schema["$ref"].split("/")[-1]], defs)
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return minimal(schema[key][0], defs)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return "unknown" if "unknown" in schema["enum"] else schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {k: minimal(props[k], defs) for k in schema.get("required", [])}
+    if kind == "array":
+        return [minimal(schema.get("items", {}), defs) for _ in range(schema.get("minItems", 0))]
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 0)
+    if kind == "boolean":
+        return False
+    return "x" * max(1, schema.get("minLength", 1))
+
+
+class PromptRecorder(Backend):
+    """Keeps every prompt; answers with the emptiest valid reply (not a model: it decides nothing)."""
+
+    model_id = "bench:prompt-recorder"
+    context_window = 1_000_000
+
+    def __init__(self) -> None:
+        self.calls: list[list[dict[str, Any]]] = []
+
+    async def complete(self, messages, *, max_tokens=512, temperature=0.0, seed=None, json_schema=None, tools=None,
+                       tool_choice=None, stop=None) -> Completion:  # type: ignore[override]
+        self.calls.append(list(messages))
+        text = json.dumps(minimal(json_schema, json_schema.get("$defs", {}))) if json_schema else "ok"
+        return Completion(text=text, prompt_tokens=0, completion_tokens=0, model=self.model_id)
+
+
+def step_prompts(trace: list, calls: list[list[dict[str, Any]]]) -> list:
+    """DecidingPrompts from a trace and the recorder's calls, in order (each LLM step made llm_calls calls)."""
+    out, i = [], 0
+    for s in trace:
+        if s.llm_calls:
+            text = "\n\n".join(str(m.get("content") or "") for m in calls[i])
+            i += s.llm_calls
+            if s.step in REACH.DECIDING_STEPS:
+                param = s.inputs.get("param") if s.step == "align_slot" else None
+                out.append(REACH.DecidingPrompt(s.step, param, REACH.normalise(text)))
+    return out
+
+
+def with_budget(spec: str, budget: int | None) -> str:
+    name, _ = parse_agent_spec(spec)
+    if budget is None or name not in ("rag", "iba"):
+        return spec
+    return f"{spec}{'&' if '?' in spec else '?'}budget={budget}"
+
+
+def draw(ds: Dataset, users: int | None, seed: int) -> list:
+    tasks = list(ds.instances)
+    if users:
+        pool = sorted({t.user_id for t in tasks})
+        chosen = set(random.Random(seed).sample(pool, min(users, len(pool))))
+        tasks = [t for t in tasks if t.user_id in chosen]
+    return tasks
+
+
+async def measure(a: argparse.Namespace) -> None:
+    ds = Dataset(a.dataset)
+    keys = ds.answer_keys()
+    tasks = draw(ds, a.users, a.seed)
+    budgets: list[int | None] = list(a.budgets) if a.budgets else [None]
+    done: set[tuple[str, str, Any]] = set()
+    if a.out.exists():
+        for line in a.out.read_text().splitlines():
+            row = json.loads(line)
+            if "instance_id" in row:
+                done.add((row["instance_id"], row["agent"], row["budget"]))
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    todo = [(t, s, b) for t in tasks for s in a.agents for b in budgets if (t.instance_id, s, b) not in done]
+    with a.out.open("a") as f:
+        if not done:
+            f.write(json.dumps({"command": a.command, "dataset": str(a.dataset), "users": a.users, "seed": a.seed}) + "\n")
+        start = time.perf_counter()
+        slow = not budgets or budgets == [None]
+        groups: dict[tuple[str, str], list[Any]] = {}
+        for task, spec, budget in todo:
+            groups.setdefault((task.instance_id, spec), []).append((task, budget))
+        n, shown = 0, 0.0
+        for (_, spec), items in groups.items():
+            task = items[0][0]
+            key = keys[task.instance_id]
+            history = ds.history(task.user_id)
+            turns = {t.id: t for t in history}
+            slots = {s.id for s in key.slots}
+            builder = None if slow else SpecPrompts(spec, task, history, a.cache_dir, scenarios=ds.scenario_names)
+            for _, budget in items:
+                n += 1
+                if builder is not None:
+                    prompts = await builder.prompts(budget)
+                else:
+                    recorder = PromptRecorder()
+                    env = AgentEnv(backend=recorder, cache_dir=a.cache_dir, scenarios=ds.scenario_names)
+                    name, options = parse_agent_spec(with_budget(spec, budget))
+                    agent = registry.resolve("agents", name)(env, **options)
+                    action = await agent.act(task, history)
+                    prompts = step_prompts(action.trace, recorder.calls)
+                reached = REACH.reach_of(key, turns, prompts)
+                f.write(json.dumps({
+                    "instance_id": task.instance_id, "agent": spec, "budget": budget, "action": task.action,
+                    "tokens": max((len(p.text) // 4 for p in prompts), default=0),
+                    "targets": {tid: {"kind": "slot" if tid in slots else "checkpoint", "reached": hit} for tid, hit in reached.items()},
+                }) + "\n")
+                f.flush()
+            el = time.perf_counter() - start
+            if sys.stderr.isatty() or el - shown >= 30 or n == len(todo):
+                shown = el
+                end = "" if sys.stderr.isatty() and n < len(todo) else "\n"
+                print(f"\r{n}/{len(todo)} done, {el:.0f}s elapsed, ETA {el / n * (len(todo) - n):.0f}s   ", end=end, file=sys.stderr, flush=True)
+
+
+def report(path: Path) -> str:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    head = rows[0] if rows and "command" in rows[0] else {}
+    rows = [r for r in rows if "instance_id" in r]
+    groups: dict[tuple[str, Any], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["agent"], r["budget"]), []).append(r)
+    out = [f"`{head.get('command', '')}`", "",
+           "| configuration | budget | slots reached (n) | checkpoints reached (n) | deciding prompt tokens, median |",
+           "|---|---|---|---|---|"]
+    for (spec, budget), rs in groups.items():
+        cells = []
+        for kind in ("slot", "checkpoint"):
+            flags = [t["reached"] for r in rs for t in r["targets"].values() if t["kind"] == kind and t["reached"] is not None]
+            cells.append(f"{sum(flags) / len(flags):.3f} ({len(flags)})" if flags else "–")
+        toks = statistics.median(r["tokens"] for r in rs)
+        out.append(f"| `{spec}` | {budget if budget is not None else 'as built'} | {cells[0]} | {cells[1]} | {toks:.0f} |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dataset", type=Path, help="dataset directory (IBA-Bench build or PrefEval import)")
+    p.add_argument("--users", type=int, default=None, help="a seeded sample of N users (default: all)")
+    p.add_argument("--seed", type=int, default=707, help="sample seed (default 707)")
+    p.add_argument("--agent", action="append", dest="agents", metavar="SPEC", required=False,
+                   help="model-free configuration, repeatable (default: rag and the model-free iba)")
+    p.add_argument("--budget", action="append", type=int, dest="budgets", metavar="TOKENS",
+                   help="deciding-prompt budget, repeatable (added as &budget=B to rag and iba specs)")
+    p.add_argument("--no-budget", action="store_true", help="run the specs as given (code without budgets)")
+    p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"))
+    p.add_argument("--out", type=Path, required=True, help="JSONL of per-instance results (the resume point)")
+    p.add_argument("--report-only", action="store_true")
+    a = p.parse_args()
+    a.command = "python bench/reach.py " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+    a.agents = a.agents or ["rag", "iba?expansion=template&reranker=rules&compact=none"]
+    if a.no_budget:
+        a.budgets = []
+    elif not a.budgets:
+        a.budgets = [1000, 2000, 4000, 8000]
+    if a.budgets and SpecPrompts is None:
+        p.error("this code has no prompt budgets (iba.run.prompt_reach); use --no-budget")
+    if not a.report_only:
+        asyncio.run(measure(a))
+    print(report(a.out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""What holds reach back: for each checkpoint/slot whose gold clause does not reach the deciding prompt of
+a model-free iba configuration, where its gold turns were lost (issue 26).
+
+  reached           shown whole
+  kept, not shown   in a passage the salience rules kept (or a repeat folded into one), but the view of
+                    the deciding prompt left it out at this budget
+  pool, not shown   in the candidate pool only (the view draws from the kept passages, then the other
+                    candidates by salience), and left out
+  never retrieved   no gold turn of the target is in any passage Deep Retrieval found
+
+  python bench/reach_misses.py DATASET --users 8 --seed 101 --budget 4000 --cache-dir C [--spec 'unit=mixed']
+
+Tuning aid: run it on a tuning sample, not on held-out users. Read-only except for the index cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+from pathlib import Path
+
+from iba.agents.base import AgentEnv, parse_agent_spec, parse_options
+from iba.agents.iba_options import IBAOptions
+from iba.agents.toolkit import Toolkit
+from iba.agents.trace import Trace
+from iba.dataset import Dataset
+from iba.eval.reach import gold_clauses, reach_of, target_params
+from iba.retrieval.cli import sample_users
+from iba.run.prompt_reach import SpecPrompts
+
+
+async def main(a: argparse.Namespace) -> None:
+    ds = Dataset(a.dataset)
+    keys = ds.answer_keys()
+    tasks = sample_users(list(ds.instances), a.users, a.seed) if a.users else list(ds.instances)
+    spec = "iba?expansion=template&reranker=rules&compact=none" + (f"&{a.spec}" if a.spec else "")
+    opts = parse_options(IBAOptions, {**parse_agent_spec(spec)[1], "budget": str(a.budget)}, "iba")
+    stages: dict[str, collections.Counter[str]] = {"slot": collections.Counter(), "checkpoint": collections.Counter()}
+    for task in tasks:
+        key = keys[task.instance_id]
+        history = ds.history(task.user_id)
+        turns = {t.id: t for t in history}
+        reached = reach_of(key, turns, await SpecPrompts(f"{spec}", task, history, a.cache_dir, scenarios=ds.scenario_names).prompts(a.budget))
+        tools = Toolkit(AgentEnv(backend=None, cache_dir=a.cache_dir, scenarios=ds.scenario_names), opts, task, history, Trace())  # type: ignore[arg-type]
+        await tools.deep_retrieve()
+        pool = {t for p in tools.pool.passages for t in p.turn_ids} if tools.pool else set()
+        kept = {t for p in tools.evidence for t in p.turn_ids}
+        ranked = {t for p in tools.ranked for t in p.turn_ids}
+        clauses, params = gold_clauses(key, turns), target_params(key)
+        evidence = {c.id: c.evidence for c in key.checkpoints} | {s.id: s.evidence for s in key.slots}
+        for tid, hit in reached.items():
+            if hit is None:
+                continue
+            kind = "checkpoint" if params[tid] is None else "slot"
+            gold = set(evidence[tid])
+            stage = ("reached" if hit else "kept, not shown" if gold & kept else
+                     "pool, not shown" if gold & (pool | ranked) else "never retrieved")
+            stages[kind][stage] += 1
+            if not hit and a.show > 0:
+                a.show -= 1
+                print(f"{task.instance_id} {tid} {stage}: {clauses[tid][0][:140] if clauses[tid] else ''}")
+    for kind, c in stages.items():
+        n = sum(c.values())
+        if n:
+            print(f"{kind}s ({n}): " + ", ".join(f"{s} {c[s]} ({100 * c[s] / n:.0f}%)" for s in
+                                                ("reached", "kept, not shown", "pool, not shown", "never retrieved")))
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dataset", type=Path)
+    p.add_argument("--users", type=int, default=8)
+    p.add_argument("--seed", type=int, default=101)
+    p.add_argument("--budget", type=int, default=4000)
+    p.add_argument("--spec", default="", help="extra iba options, e.g. unit=mixed&contrast=true")
+    p.add_argument("--show", type=int, default=0, help="print this many misses")
+    p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"))
+    asyncio.run(main(p.parse_args()))
