@@ -168,9 +168,9 @@ def plan_distractors(
         return []
     tasks = list({i.scenario.id: i.scenario for i in instances}.values())
     pool = own_pool(taxonomy, tasks)
+    if not pool:  # every dimension is related to a task's: no preference talk is safe
+        return []
     forms = [weighted_choice(rng, list(FORMS), list(FORM_WEIGHTS)) for _ in range(n)]
-    if not pool:  # every dimension is related to a task's: only other people's preferences are safe
-        forms = ["other_person"] * n
     own_turns = sum(f != "other_person" for f in forms)
     k = min(len(pool), max(OWN_DIMENSIONS[0], min(OWN_DIMENSIONS[1], round(own_turns / TURNS_PER_OWN_DIMENSION))))
     # whole scenarios at a time (by the summed weight of their dimensions), so that a turn can carry
@@ -194,10 +194,6 @@ def plan_distractors(
     # other people's preferences come from the same pool: the turn itself does not say whose it is
     # (the request that opens the exchange does), so a reader of the turn alone must not be able to
     # take it for a task's
-    other_pool = pool
-    other_by_scenario: dict[str, list[tuple[Scenario, Dimension, bool]]] = {}
-    for m in pool:
-        other_by_scenario.setdefault(m[0].id, []).append(m)
     other_w = [prof.own_weight((s.id, d.id)) or 1e-3 for s, d, _ in pool]
     signal_types = sorted(prof.signals) or list(SIGNAL_TYPES)
     signal_w = [prof.signals.get(t, 1) for t in signal_types]
@@ -215,21 +211,19 @@ def plan_distractors(
     for j, form in enumerate(forms):
         key = f"{persona_id}/distractor/{j}"
         if form == "other_person":  # a past task done for someone else, and their preference
-            r = rng
-            if not other_pool:
-                continue
-            s, d, anchored = weighted_choice(r, other_pool, other_w)
-            signal = weighted_choice(r, signal_types, signal_w)
-            mates = [m for m in other_by_scenario[s.id] if m[1].id != d.id]
-            size = min(len(mates) + 1, weighted_choice(r, sizes, size_w))
-            group = [(s, d, anchored)] + r.sample(mates, size - 1)
+            s, d, anchored = weighted_choice(rng, pool, other_w)
+            signal = weighted_choice(rng, signal_types, signal_w)
+            mates = [m for m in scen_dims[s.id] if m[1].id != d.id]
+            size = min(len(mates) + 1, weighted_choice(rng, sizes, size_w))
+            group = [(s, d, anchored)] + rng.sample(mates, size - 1)
             group.sort(key=lambda m: [x.id for x in s.dimensions].index(m[1].id))
             # the preference turn reads like any other; a turn of its own (the request at position 2,
             # the user's answer to the draft at position 0) says whose it is
             items.append(DistractorItem(
-                key=key, form=form, scenario=s, reveals=[_reveal(r, gd, r.choice(static_values(gd))) for _, gd, _ in group],
-                signal_type=signal, position=_position(r, signal), topic=r.choice(list(s.topics) or [""]), person=bank.person(r.choice(sorted(bank.PEOPLE))),
-                anchored=any(a for _, _, a in group), recent=r.random() < prof.recent_share,
+                key=key, form=form, scenario=s, reveals=[_reveal(rng, gd, rng.choice(static_values(gd))) for _, gd, _ in group],
+                signal_type=signal, position=_position(rng, signal), topic=rng.choice(list(s.topics) or [""]),
+                person=bank.person(rng.choice(sorted(bank.PEOPLE))), anchored=any(a for _, _, a in group),
+                recent=rng.random() < prof.recent_share,
             ))
             continue
         s, d, anchored = weighted_choice(rng, own, own_w)

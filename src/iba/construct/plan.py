@@ -45,8 +45,8 @@ class EvidenceItem:
     position: int  # index of the labelled turn inside its four-turn exchange (the session adds `offset`)
     window: tuple[float, float]  # allowed place in the history, as fractions of its span
     before: "StateSpan | None" = None  # must come before this state began (a habit the state overrides)
-    anchored: bool = False  # the labelled turn must name its scenario ("When it comes to X, ..."); the writer may anyway
-    recent: bool = False  # reveals the new value of a changed preference (may be said as new: "these days ...")
+    anchored: bool = False  # the turn must name its scenario (never planned for evidence; the writer names it at a matched rate)
+    recent: bool = False  # reveals the new value of a changed preference (may be said as new: "lately ...")
     turn_id: str = ""  # set by the layout
     timestamp: str = ""
 
@@ -69,7 +69,7 @@ class DistractorItem:
     topic: str
     person: tuple[str, str, str] | None = None  # other_person: (who, they, them)
     anchored: bool = False  # the turn must name its scenario (its dimension shares an anchored facet with a task's)
-    recent: bool = False  # said as a recent change ("these days ..."), as often as evidence of new values is
+    recent: bool = False  # said as a recent change ("lately ..."), as often as evidence of new values is
     turn_id: str = ""
     timestamp: str = ""
 
