@@ -20,27 +20,23 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def entry_point_path(tmp_path: Path) -> list[str]:
-    """Where Python finds the `inspect_ai` entry point this checkout declares. An `make install`
-    (pip install -e) registers it; an environment installed from an older checkout lacks it, so the
-    test declares pyproject.toml's own entry in a throwaway dist-info on the path."""
+def check_entry_point() -> None:
+    """`make install` (pip install -e) registers pyproject.toml's `inspect_ai` entry point; the CLI below
+    finds the task only through it."""
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["inspect_ai"]
     assert declared == {"iba": "iba.inspect._registry"}
-    if any(ep.name == "iba" and ep.value == declared["iba"] for ep in entry_points(group="inspect_ai")):
-        return []
-    info = tmp_path / "ep" / "iba_entry_points-0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: iba-entry-points\nVersion: 0\n")
-    (info / "entry_points.txt").write_text("[inspect_ai]\n" + "".join(f"{k} = {v}\n" for k, v in declared.items()))
-    return [str(tmp_path / "ep")]
+    found = {ep.name: ep.value for ep in entry_points(group="inspect_ai")}
+    assert found.get("iba") == declared["iba"], f"entry point not installed ({found}); run `make install`"
 
 
 def test_inspect_eval_cli_on_llama_server(tmp_path, llama_server):
     ds = tmp_path / "ds"
     build_dataset(ds, preset="demo", seed=42, progress=False)
-    extra = entry_point_path(tmp_path)
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env["PYTHONPATH"] = os.pathsep.join([*extra, str(ROOT / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    check_entry_point()
+    # PYTHONPATH is left as it is: with src/ on it, inspect would meet the build's src/iba.egg-info
+    # before the editable install's dist-info, take iba for a loose module and register the task
+    # as plain `iba_bench`, so `iba/iba_bench` would not resolve
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTHONPATH")}
     env["LLAMA_CPP_PYTHON_BASE_URL"] = llama_server
     cmd = [sys.executable, "-m", "inspect_ai", "eval", "iba/iba_bench", "-T", f"dataset={ds}", "-T", "limit=2",
            "-T", "agent=rag?max_tokens=48", "-T", "json_mode=json_object", "-T", f"cache_dir={tmp_path / 'cache'}",
