@@ -62,9 +62,9 @@ async def _mcq_only(ds_path: Path, agents: list[str], run: str, a: argparse.Name
     """Ask only the QA probes, stored exactly as `iba run --qa` stores them (same run keys), so a
     later `iba run --qa` on the same store resumes with the tasks instead of redoing the probes."""
     from iba.agents.base import AgentEnv
-    from iba.dataset import Dataset
+    from iba.dataset import Dataset, dataset_id
     from iba.llm import resolve_backend
-    from iba.run.runner import RunConfig, dataset_id, make_agent, qa_task, run_key, run_one, score_stored
+    from iba.run.runner import RunConfig, make_agent, qa_task, run_key, run_one, score_stored
     from iba.run.store import Store
 
     ds = Dataset(ds_path)

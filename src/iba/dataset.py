@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from iba.types import AnswerKey, DistractorLabel, Manifest, Persona, TaskView, Turn
+from iba.types import AnswerKey, DistractorLabel, Manifest, Persona, TaskView, Turn, stable_hash
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -451,6 +451,11 @@ class Dataset:
             if problem:
                 out.append(f"{path}:{lineno}: distractor span on turn {d.turn_id!r}: {problem}")
         return out
+
+
+def dataset_id(ds: Dataset) -> str:
+    """Name plus a fingerprint of the manifest, so two different builds never share run keys."""
+    return f"{ds.name}@{stable_hash(ds.manifest.model_dump(mode='json'), 8)}"
 
 
 def _span_problem(span: tuple[int, int] | None, clause: str | None, text: str | None) -> str | None:

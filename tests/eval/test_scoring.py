@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 
 from iba.eval.scoring import score_record
 from iba.run.store import Store

@@ -125,7 +125,7 @@ def agent_trace(found: list[str], kept: list[str] | None, prefs: list[tuple[str,
 
 def build(tmp: Path) -> tuple[Path, Path, str]:
     """Write the dataset and the store; returns (dataset dir, store path, dataset id)."""
-    from iba.run.runner import dataset_id
+    from iba.dataset import dataset_id
     from iba.run.store import Store
 
     ds_dir = tmp / "ds"

@@ -191,7 +191,7 @@ def test_report_without_dataset_still_gives_table4(tmp_path):
 def test_agent_trials_give_a_panel_table9(tmp_path):
     """Two trials of one agent: Table 4 averages the trials per instance, Table 9 spreads them."""
     from iba.dataset import Dataset
-    from iba.run.runner import dataset_id
+    from iba.dataset import dataset_id
     from iba.run.store import Store
     from iba.types import Action, RunRecord, ScoreRecord, Verdict
     from tests.report.fixed_store import NOW
@@ -270,7 +270,7 @@ def test_unsandboxed_rows_and_judge_faults_are_named(tmp_path):
     instance whose judge call failed is left out as 'judge errored' (judged again by a rerun)."""
     from iba.dataset import Dataset
     from iba.report.data import load_report_data
-    from iba.run.runner import dataset_id
+    from iba.dataset import dataset_id
     from iba.run.store import Store
     from iba.types import Action, RunRecord, ScoreRecord, Verdict
     from tests.run.helpers import tiny_dataset

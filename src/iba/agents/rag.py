@@ -12,8 +12,6 @@ from collections.abc import Callable
 
 from pydantic import Field, model_validator
 
-from pydantic import Field, model_validator
-
 from iba.agents.answer import answer, check_task, make_action, schema_text
 from iba.agents.base import Agent, AgentEnv, check_overlap, parse_options
 from iba.agents.trace import Trace

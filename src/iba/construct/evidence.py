@@ -201,7 +201,6 @@ def render_exchange(
     so its request turns to the task with a change of topic."""
     scenario = _scenario_phrase(item.scenario.name)
     topic = item.topic or f"my {scenario}"
-    cues = item.reveals
     lead = rng.choice(noise_bank.TOPIC_CHANGES) if mid_session else ""
     other = isinstance(item, DistractorItem) and item.form == "other_person"
     fills = _person(rng)

@@ -48,17 +48,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def api_template(scenario: str):
-    """The scenario's ApiTemplate from the shipped taxonomy (its synonyms matter for matching);
-    None for scenarios it does not know (imported datasets: exact matching, no schema check)."""
-    from iba.taxonomy import load_taxonomy
-
-    try:
-        return load_taxonomy().scenario(scenario).api
-    except KeyError:
-        return None
-
-
 async def score_store(store, records, keys, *, judges, cfg, concurrency: int, progress: bool,
                       rescore: bool = False) -> Counter:
     """Score every record; returns a Counter of new ScoreRecords by scorer (plus '<scorer>:unscored'
@@ -67,6 +56,7 @@ async def score_store(store, records, keys, *, judges, cfg, concurrency: int, pr
 
     from iba.eval.qa import split_qa_id
     from iba.eval.scoring import record_kind, score_record
+    from iba.taxonomy import scenario_api
 
     counts: Counter = Counter()
     sem = asyncio.Semaphore(max(1, concurrency))
@@ -76,7 +66,7 @@ async def score_store(store, records, keys, *, judges, cfg, concurrency: int, pr
     async def one(rec) -> None:
         key = keys[(rec.dataset, split_qa_id(rec.instance_id)[0])]
         if rec.scenario not in templates:
-            templates[rec.scenario] = api_template(rec.scenario) if key.slots else None
+            templates[rec.scenario] = scenario_api(rec.scenario) if key.slots else None
         api = templates[rec.scenario] if record_kind(rec, key) != "qa" else None
         # one semaphore for all records bounds the judge calls in flight across the whole store
         new = await score_record(rec, key, judges=judges, judge_repeats=cfg.repeats, api_template=api,
@@ -100,7 +90,7 @@ def dataset_keys(datasets: list[Path], answer_keys: list[Path] | None) -> dict:
     """(dataset id, instance id) -> AnswerKey over every --dataset, each with its --answer-key if
     given (paired in order). DatasetError for a bad file; ValueError for unpaired options."""
     from iba.dataset import Dataset
-    from iba.run.runner import dataset_id
+    from iba.dataset import dataset_id
 
     if answer_keys is not None and len(answer_keys) != len(datasets):
         raise ValueError(f"argument --answer-key: give one per --dataset, in the same order "

@@ -35,7 +35,9 @@ from iba.eval import verifiers as verifiers_mod
 from iba.eval.panel import JUDGE_PREFIX
 from iba.eval.scoring import score_record
 from iba.inspect.backend import InspectBackend
-from iba.run.runner import RunConfig, api_template, dataset_id, make_agent, run_one
+from iba.dataset import dataset_id
+from iba.run.runner import RunConfig, make_agent, run_one
+from iba.taxonomy import scenario_api
 from iba.types import RunRecord, ScoreRecord, TaskView
 
 RECORD = "iba_record"  # the sample store key of the RunRecord
@@ -133,7 +135,7 @@ async def _records(keys: Any, state: TaskState, judges: list) -> list[ScoreRecor
         return None
     rec = RunRecord.model_validate(raw)
     task_view = TaskView.model_validate(state.metadata["task"])
-    api = api_template(task_view) if task_view.action == "call_api" else None
+    api = scenario_api(task_view.scenario) if task_view.action == "call_api" else None
     return await score_record(rec, keys[rec.instance_id], judges=judges, api_template=api)
 
 

@@ -30,7 +30,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from iba.llm.base import Backend, Completion, ToolCall, ToolSpec, request_params
@@ -39,6 +39,9 @@ from iba.llm.endpoints import DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT, FAILOVER_REASO
 from iba.llm.models import cache_root
 from iba.llm.retry import ModelCallError, RetryPolicy, Verdict, call_with_retries, parse_retry_after
 from iba.llm.toolcalls import check_tool_choice, openai_messages, openai_tools, parse_arguments, parse_text_tool_calls
+
+if TYPE_CHECKING:  # imported lazily at run time: the SDK is slow to import
+    from openai import AsyncOpenAI
 
 log = logging.getLogger(__name__)
 

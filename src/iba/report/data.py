@@ -16,7 +16,7 @@ from pathlib import Path
 from iba.dataset import Dataset
 from iba.eval.aggregate import instance_score, mean, task_kind
 from iba.eval.qa import split_qa_id
-from iba.run.runner import dataset_id
+from iba.dataset import dataset_id
 from iba.run.store import Store
 from iba.types import AnswerKey, RunRecord, ScoreRecord, TaskView
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from iba.eval.judge_check import COMPLIANT_FAIL_WARN, VIOLATION_PASS_WARN, JudgeCheckResult
+from iba.eval.judge_check import VIOLATION_PASS_WARN, JudgeCheckResult
 from iba.eval.panel import JUDGE_PREFIX
 from iba.run.store import Store
 

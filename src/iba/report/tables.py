@@ -20,7 +20,7 @@ from iba.report.attribution import attribution_table
 from iba.report.data import Instance, ReportData, RowKey
 from iba.report.intervals import N_BOOT, Interval, bootstrap_ci, paired
 from iba.report.table import Delta, MeanSd, Table
-from iba.run.runner import api_template
+from iba.taxonomy import scenario_api
 
 OVERALL = "Overall"
 
@@ -278,7 +278,7 @@ def chance_note(data: ReportData) -> str:
     seen: dict[tuple[str, str], float | None] = {}
     for i in data.compared:
         if i.kind == "call_api" and i.key is not None and i.task is not None and (i.dataset, i.instance_id) not in seen:
-            seen[(i.dataset, i.instance_id)] = chance_score(i.key, i.task.api_schema, api_template(i.task))
+            seen[(i.dataset, i.instance_id)] = chance_score(i.key, i.task.api_schema, scenario_api(i.task.scenario))
     floors = [v for v in seen.values() if v is not None]
     if not floors:
         return ""

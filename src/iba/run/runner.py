@@ -21,12 +21,13 @@ from typing import Any
 
 from iba import __version__, cancel, registry
 from iba.agents.base import Agent, AgentEnv, parse_agent_spec
-from iba.dataset import Dataset, DatasetError
+from iba.dataset import Dataset, DatasetError, dataset_id
 from iba.eval.qa import SEPARATOR, qa_prompt
 from iba.eval.scoring import score_record
 from iba.llm.base import Backend, CallDeferred
 from iba.run.failures import classify
 from iba.run.store import Store
+from iba.taxonomy import scenario_api
 from iba.types import Action, AnswerKey, QAProbe, RunRecord, TaskView, Turn, Usage, stable_hash
 
 QA_SEPARATOR = SEPARATOR  # "<instance>::qa::<probe>": a QA probe's instance id
@@ -75,11 +76,6 @@ class RunSummary:
     # `iba run --batch`: items whose action or scoring stopped at a call that awaits its batch answer
     # (not stored, or stored unscored; the next run with the answers goes on from there)
     deferred: int = 0
-
-
-def dataset_id(ds: Dataset) -> str:
-    """Name plus a fingerprint of the manifest, so two different builds never share run keys."""
-    return f"{ds.name}@{stable_hash(ds.manifest.model_dump(mode='json'), 8)}"
 
 
 def run_key(dataset: str, instance_id: str, agent: str, model: str, trial: int) -> str:
@@ -462,16 +458,7 @@ async def score_stored(
     key, task = keys.get(base_id), tasks.get(base_id)
     if key is None or task is None:
         return 0
-    api = api_template(task) if task.action == "call_api" and QA_SEPARATOR not in rec.instance_id else None
+    api = scenario_api(task.scenario) if task.action == "call_api" and QA_SEPARATOR not in rec.instance_id else None
     return len(await score_record(rec, key, judges=list(judges), judge_repeats=judge_repeats, api_template=api, store=store))
 
 
-def api_template(task: TaskView) -> Any:
-    """The scenario's ApiTemplate (its synonyms matter for slot matching) from the shipped taxonomy;
-    None for imported datasets whose scenarios are not in it (exact matching then)."""
-    from iba.taxonomy import load_taxonomy
-
-    try:
-        return load_taxonomy().scenario(task.scenario).api
-    except KeyError:
-        return None

@@ -20,7 +20,7 @@ from iba.dataset import Dataset
 from iba.eval.panel import JUDGE_PREFIX
 from iba.report.data import Instance, load_report_data
 from iba.report.intervals import bootstrap_ci
-from iba.run.runner import dataset_id
+from iba.dataset import dataset_id
 from iba.run.store import Store
 from iba.submit.schema import (OVERALL, Contact, Cost, Counts, DatasetInfo, Entry, Judge, JudgeCheck, Reference,
                                Result, Submission, TellAudit, Usage, Verification)

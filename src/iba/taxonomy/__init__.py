@@ -17,7 +17,7 @@ This face only re-exports; the modules behind it:
   yaml_reader.py      safe YAML reading that refuses duplicate keys
   verifier_params.py  VERIFIER_PARAMS / VERIFIER_IDS (the verifiers a value may name)
   checks.py           the checks beyond the pydantic models (scenarios, dimensions, verifiers, states)
-  load.py             load_taxonomy, default_data_dir, TAXONOMY_FORMAT (the version hash)
+  load.py             load_taxonomy, scenario_api, default_data_dir, TAXONOMY_FORMAT (the version hash)
   table13.py          the paper's Table 13 as data (PAPER_*, DOMAIN_ORDER)
   totals.py           taxonomy_totals, table13_problems, validate_totals
   lint.py             lint_taxonomy (cue quality)
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from iba.taxonomy.errors import TaxonomyError
 from iba.taxonomy.lint import lint_taxonomy
-from iba.taxonomy.load import TAXONOMY_FORMAT, default_data_dir, load_taxonomy
+from iba.taxonomy.load import TAXONOMY_FORMAT, default_data_dir, load_taxonomy, scenario_api
 from iba.taxonomy.table13 import DOMAIN_ORDER, PAPER_DOMAINS, PAPER_SCENARIOS, PAPER_TABLE13, PAPER_TOTALS
 from iba.taxonomy.totals import table13_problems, taxonomy_totals, validate_totals
 from iba.taxonomy.verifier_params import VERIFIER_IDS, VERIFIER_PARAMS
@@ -46,6 +46,7 @@ __all__ = [
     "default_data_dir",
     "lint_taxonomy",
     "load_taxonomy",
+    "scenario_api",
     "table13_problems",
     "taxonomy_totals",
     "validate_totals",

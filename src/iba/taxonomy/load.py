@@ -15,7 +15,7 @@ from iba.taxonomy.checks import check_scenario, check_state, duplicates
 from iba.taxonomy.errors import TaxonomyError, validation_problems
 from iba.taxonomy.table13 import DOMAIN_ORDER
 from iba.taxonomy.yaml_reader import read_yaml
-from iba.types import Domain, Scenario, Taxonomy, TransientState, stable_hash
+from iba.types import ApiTemplate, Domain, Scenario, Taxonomy, TransientState, stable_hash
 
 TAXONOMY_FORMAT = "iba-taxonomy/1"
 STATES_FILE = "states.yaml"
@@ -35,6 +35,15 @@ def load_taxonomy(data_dir: str | Path | None = None) -> Taxonomy:
     if data_dir is None:
         return _load_default()
     return _load_dir(Path(data_dir))
+
+
+def scenario_api(scenario: str) -> ApiTemplate | None:
+    """The scenario's ApiTemplate in the shipped taxonomy (its synonyms matter for slot matching);
+    None for scenarios it does not know (imported datasets: exact matching, no schema check)."""
+    try:
+        return _load_default().scenario(scenario).api
+    except KeyError:
+        return None
 
 
 @functools.cache
