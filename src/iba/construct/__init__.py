@@ -1,8 +1,8 @@
 """IBA-Bench construction (paper section 3): ground truth first, text second.
 
     presets -> builder.plan_dataset: personas (B, T, R), transient states (E), instances per
-               scenario with Table 2's counts (table2), ground truth per instance (ground_truth),
-               sessions laid out on a timeline (planner, history, noise)
+               scenario with Table 2's counts (count_histograms), ground truth per instance (ground_truth),
+               sessions laid out on a timeline (planner, history, noise); plan_types holds the plan
     writers -> procedural_writer (template banks: evidence, noise) or llm_writer (a model,
                checked and rewritten, resumable journal)
     output  -> tasks (TaskView, AnswerKey, qa probes, fixed params) written by iba.dataset,

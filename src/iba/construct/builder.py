@@ -14,10 +14,10 @@ from typing import Any
 
 from iba import __version__
 from iba.construct import distractors as distractors_mod
-from iba.construct import evidence_bank, ground_truth, table2
+from iba.construct import count_histograms, evidence_bank, ground_truth
 from iba.construct.history import iter_turns
 from iba.construct.personas import make_personas
-from iba.construct.plan import PersonaPlan, SessionPlan, StateSpan
+from iba.construct.plan_types import PersonaPlan, SessionPlan, StateSpan
 from iba.construct.planner import Knobs, instance_id, persona_states, plan_persona
 from iba.construct.presets import Preset, get_preset
 from iba.construct.procedural_writer import ProceduralWriter
@@ -96,9 +96,9 @@ def table2_counts(
         items = by_domain[dom]
         rng = derive(seed, "table2", dom)
         caps = [len(ground_truth.selectable_dimensions(s)) for _, s, _, _ in items]
-        n_con = table2.allocate(rng, table2.row(table2.CONSTRAINTS_HIST, dom), caps, [max(1, k) for _, _, k, _ in items])  # type: ignore[arg-type]
+        n_con = count_histograms.allocate(rng, count_histograms.row(count_histograms.CONSTRAINTS_HIST, dom), caps, [max(1, k) for _, _, k, _ in items])  # type: ignore[arg-type]
         ev_mins = [max(1, m + (1 if c > k else 0)) for (_, _, k, m), c in zip(items, n_con)]
-        n_ev = table2.allocate(rng, table2.row(table2.EVIDENCE_HIST, dom), [None] * len(items), ev_mins)
+        n_ev = count_histograms.allocate(rng, count_histograms.row(count_histograms.EVIDENCE_HIST, dom), [None] * len(items), ev_mins)
         for (iid, _, _, _), c, e in zip(items, n_con, n_ev):
             out[iid] = (c, e)
     return out

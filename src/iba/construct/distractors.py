@@ -30,7 +30,7 @@ from importlib import resources
 import yaml
 
 from iba.construct import evidence_bank as bank
-from iba.construct.plan import DistractorItem, InstancePlan, PersonaPlan, Reveal, SessionPlan
+from iba.construct.plan_types import DistractorItem, InstancePlan, PersonaPlan, Reveal, SessionPlan
 from iba.construct.rng import weighted_choice
 from iba.types import Dimension, PreferenceValue, Scenario, Taxonomy
 

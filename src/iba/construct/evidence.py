@@ -23,7 +23,7 @@ from iba.construct import evidence_bank as bank
 from iba.construct import noise, noise_bank
 from iba.construct.noise import Voice
 from iba.construct.sentences import long_sentences
-from iba.construct.plan import DistractorItem, EvidenceItem, NoiseSpec, Reveal, StateMention
+from iba.construct.plan_types import DistractorItem, EvidenceItem, NoiseSpec, Reveal, StateMention
 
 Span = tuple[int, int, str]  # start, end, the clause text[start:end]
 Spans = dict[str, Span]  # dimension id (or "state") -> span

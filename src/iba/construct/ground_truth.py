@@ -1,7 +1,7 @@
 """Ground truth per (persona, scenario): the expected values and the evidence that reveals them.
 
 For each instance: draw how many constraints and evidence turns it has (Table 2 of the paper,
-see iba.construct.table2), choose the dimensions, sample one value per dimension (a dynamic value
+see iba.construct.count_histograms), choose the dimensions, sample one value per dimension (a dynamic value
 means: old value revealed early, new value later, the key expects the new one), let an active
 transient state override the dimensions it constrains, and split the evidence budget into
 labelled turns of the four signal types of Table 12.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from iba.construct.plan import Constraint, EvidenceItem, InstancePlan, Reveal, StateMention, StateSpan
+from iba.construct.plan_types import Constraint, EvidenceItem, InstancePlan, Reveal, StateMention, StateSpan
 from iba.construct.rng import weighted_choice
 from iba.types import Dimension, PreferenceValue, Scenario, TransientState
 
@@ -158,7 +158,7 @@ def plan_instance(
     force_conflict: bool = False,
 ) -> InstancePlan:
     """The ground truth of one instance with (about) the given numbers of constraints and
-    evidence turns (from Table 2, see iba.construct.table2.allocate). A state-driven dimension always
+    evidence turns (from Table 2, see iba.construct.count_histograms.allocate). A state-driven dimension always
     counts, and every constraint gets at least one evidence turn, which can raise the numbers."""
     dims = selectable_dimensions(scenario)
     if not dims:

@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
-from iba.construct.plan import PersonaPlan, SessionPlan, StateSpan
+from iba.construct.plan_types import PersonaPlan, SessionPlan, StateSpan
 from iba.construct.rng import EPOCH, iso
 from iba.types import PersonaStateSpan, Turn
 

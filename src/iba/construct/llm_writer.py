@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, create_model
 from iba import prompts
 from iba.construct.llm_journal import Journal
 from iba.construct.personas import persona_summary
-from iba.construct.plan import EvidenceItem, PersonaPlan, SessionPlan, StateMention
+from iba.construct.plan_types import EvidenceItem, PersonaPlan, SessionPlan, StateMention
 from iba.construct.procedural_writer import ProceduralWriter
 from iba.construct.rng import derive
 from iba.dataset import dump_json

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from iba.construct import noise_bank as bank
 from iba.construct.noise_topics import NoiseTopic, load_noise_topics
-from iba.construct.plan import NoiseSpec
+from iba.construct.plan_types import NoiseSpec
 from iba.construct.sentences import SentenceBudget
 
 # Session lengths (turns, even: user/assistant pairs) and their weights; mean about 14 turns.

@@ -12,7 +12,7 @@ from datetime import timedelta
 from iba.construct import noise
 from iba.construct.ground_truth import plan_instance, plan_states
 from iba.construct.history import history_start, layout, now_day, span_days, state_spans
-from iba.construct.plan import InstancePlan, PersonaPlan, SessionPlan, StateSpan
+from iba.construct.plan_types import InstancePlan, PersonaPlan, SessionPlan, StateSpan
 from iba.construct.rng import derive
 from iba.types import Persona, Scenario, Taxonomy
 

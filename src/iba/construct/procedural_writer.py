@@ -13,7 +13,7 @@ from __future__ import annotations
 from iba.construct import evidence_bank, noise
 from iba.construct.evidence import Spans, render_framed_distractor, render_exchange, render_state
 from iba.construct.noise import Voice
-from iba.construct.plan import DistractorItem, PersonaPlan, SessionPlan
+from iba.construct.plan_types import DistractorItem, PersonaPlan, SessionPlan
 from iba.construct.rng import derive
 
 

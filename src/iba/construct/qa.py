@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from iba.construct.plan import Constraint
+from iba.construct.plan_types import Constraint
 from iba.types import QAProbe
 
 

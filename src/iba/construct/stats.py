@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from iba.construct import tell_audit
-from iba.construct.table2 import BINS, bin_of, empty_hist
+from iba.construct.count_histograms import BINS, bin_of, empty_hist
 from iba.dataset import Dataset, dump_json
 from iba.types import SIGNAL_TYPES, Taxonomy
 

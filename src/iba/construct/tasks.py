@@ -9,7 +9,7 @@ the expected value's `api` mapping (for a changed preference: the new value's).
 from __future__ import annotations
 
 from iba.construct.fixed_params import extract_fixed_params
-from iba.construct.plan import Constraint, DistractorItem, InstancePlan
+from iba.construct.plan_types import Constraint, DistractorItem, InstancePlan
 from iba.construct.qa import qa_probe
 from iba.construct.rng import derive, iso
 from iba.types import AnswerKey, Checkpoint, DistractorLabel, EvidenceLabel, Slot, TaskView

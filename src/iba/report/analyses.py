@@ -18,7 +18,7 @@ from iba.eval.agreement import agreement_summary
 from iba.eval.aggregate import mean
 from iba.eval.qa import split_qa_id
 from iba.report.data import Instance, ReportData, RowKey
-from iba.report.table import Table
+from iba.report.table_value import Table
 
 Series = dict[str, dict[str, tuple[float | None, int]]]
 

@@ -34,7 +34,7 @@ from typing import Any
 from iba.eval.reach import deciding_prompts, gold_clauses, reached as clause_reached, target_params
 from iba.report.analyses import target_passes
 from iba.report.data import ReportData, RowKey
-from iba.report.table import DASH, Table
+from iba.report.table_value import DASH, Table
 from iba.types import AnswerKey, TraceStep
 
 MIN_PREFIX = 4  # shortest token that may match another by prefix (table~tables, spec~specification)

@@ -53,7 +53,7 @@ def build_report(
     from iba.report import analyses, plots, tables
     from iba.report.data import load_report_data
     from iba.report.html import render_page
-    from iba.report.table import records_to_csv
+    from iba.report.table_value import records_to_csv
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

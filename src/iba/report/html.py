@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from iba.report.data import Instance, ReportData
-from iba.report.table import Table, fmt
+from iba.report.table_value import Table, fmt
 from iba.types import AnswerKey, RunRecord, ScoreRecord, Turn
 
 HISTORY_WINDOW = 2  # turns shown before and after each gold evidence turn

@@ -19,7 +19,7 @@ from iba.eval.slots import chance_score
 from iba.report.attribution import attribution_table
 from iba.report.data import Instance, ReportData, RowKey
 from iba.report.intervals import N_BOOT, Interval, bootstrap_ci, paired
-from iba.report.table import Delta, MeanSd, Table
+from iba.report.table_value import Delta, MeanSd, Table
 from iba.taxonomy import scenario_api
 
 OVERALL = "Overall"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from iba.construct import table2
+from iba.construct import count_histograms
 from iba.construct.builder import assign_instances, table2_counts
 from iba.construct.personas import make_personas
 from iba.construct.presets import get_preset
@@ -13,27 +13,27 @@ from iba.taxonomy import load_taxonomy
 
 def test_rows_are_the_papers():
     # spot checks against the paper's Table 2, and each row sums to the domain's I
-    assert table2.EVIDENCE_HIST["overall"] == (3041, 2064, 1149, 336, 372)
-    assert table2.CONSTRAINTS_HIST["overall"] == (268, 1092, 2416, 2051, 1135)
-    assert sum(table2.EVIDENCE_HIST["overall"]) == sum(table2.CONSTRAINTS_HIST["overall"]) == 6962
-    for dom in table2.EVIDENCE_HIST:
-        assert sum(table2.EVIDENCE_HIST[dom]) == sum(table2.CONSTRAINTS_HIST[dom])
-    domains = [d for d in table2.EVIDENCE_HIST if d != "overall"]
+    assert count_histograms.EVIDENCE_HIST["overall"] == (3041, 2064, 1149, 336, 372)
+    assert count_histograms.CONSTRAINTS_HIST["overall"] == (268, 1092, 2416, 2051, 1135)
+    assert sum(count_histograms.EVIDENCE_HIST["overall"]) == sum(count_histograms.CONSTRAINTS_HIST["overall"]) == 6962
+    for dom in count_histograms.EVIDENCE_HIST:
+        assert sum(count_histograms.EVIDENCE_HIST[dom]) == sum(count_histograms.CONSTRAINTS_HIST[dom])
+    domains = [d for d in count_histograms.EVIDENCE_HIST if d != "overall"]
     for i in range(5):
-        assert sum(table2.EVIDENCE_HIST[d][i] for d in domains) == table2.EVIDENCE_HIST["overall"][i]
-        assert sum(table2.CONSTRAINTS_HIST[d][i] for d in domains) == table2.CONSTRAINTS_HIST["overall"][i]
+        assert sum(count_histograms.EVIDENCE_HIST[d][i] for d in domains) == count_histograms.EVIDENCE_HIST["overall"][i]
+        assert sum(count_histograms.CONSTRAINTS_HIST[d][i] for d in domains) == count_histograms.CONSTRAINTS_HIST["overall"][i]
 
 
 def _hist(counts):
-    h = table2.empty_hist()
+    h = count_histograms.empty_hist()
     for c in counts:
-        h[table2.bin_of(c)] += 1
+        h[count_histograms.bin_of(c)] += 1
     return tuple(h.values())
 
 
 def test_allocate_meets_the_row_exactly_at_its_size():
-    row = table2.CONSTRAINTS_HIST["work"]
-    counts = table2.allocate(random.Random(1), row, [None] * sum(row))
+    row = count_histograms.CONSTRAINTS_HIST["work"]
+    counts = count_histograms.allocate(random.Random(1), row, [None] * sum(row))
     assert _hist(counts) == row
 
 
@@ -41,24 +41,24 @@ def test_allocate_respects_caps_and_minimums_and_fills_high_bins_from_capable_in
     row = (10, 10, 10, 10, 10)
     caps = [2] * 20 + [9] * 30
     mins = [1] * 45 + [4] * 5
-    counts = table2.allocate(random.Random(2), row, caps, mins)
+    counts = count_histograms.allocate(random.Random(2), row, caps, mins)
     assert all(c <= cap for c, cap in zip(counts, caps))
     assert all(c >= m for c, m in zip(counts, mins))
     assert _hist(counts) == row  # feasible, so met exactly
 
 
 def test_allocate_passes_shortfall_down_when_caps_forbid():
-    counts = table2.allocate(random.Random(3), (0, 0, 0, 0, 10), [3] * 10)
+    counts = count_histograms.allocate(random.Random(3), (0, 0, 0, 0, 10), [3] * 10)
     assert counts == [3] * 10
 
 
 def test_scaled_counts_sum_to_n_and_follow_the_row():
     rng = random.Random(0)
-    row = table2.EVIDENCE_HIST["daily"]
+    row = count_histograms.EVIDENCE_HIST["daily"]
     for n in (1, 7, 66, 1086):
-        c = table2.scaled_counts(rng, row, n)
+        c = count_histograms.scaled_counts(rng, row, n)
         assert sum(c) == n
-    assert table2.scaled_counts(rng, row, 1086) == list(row)
+    assert count_histograms.scaled_counts(rng, row, 1086) == list(row)
 
 
 def test_full_preset_allocation_reproduces_table2_per_domain():
@@ -71,10 +71,10 @@ def test_full_preset_allocation_reproduces_table2_per_domain():
     domain_of = {s.id: d.id for d in tax.domains for s in d.scenarios}
     for dom in {d.id for d in tax.domains}:
         items = [v for k, v in counts.items() if domain_of[k.split("-", 1)[1]] == dom]
-        if sum(table2.CONSTRAINTS_HIST[dom]) != len(items):
+        if sum(count_histograms.CONSTRAINTS_HIST[dom]) != len(items):
             continue  # taxonomy instance counts differ from Table 2 (incomplete taxonomy)
-        assert _hist([c for c, _ in items]) == table2.CONSTRAINTS_HIST[dom], dom
-        assert _hist([e for _, e in items]) == table2.EVIDENCE_HIST[dom], dom
+        assert _hist([c for c, _ in items]) == count_histograms.CONSTRAINTS_HIST[dom], dom
+        assert _hist([e for _, e in items]) == count_histograms.EVIDENCE_HIST[dom], dom
 
 
 def test_every_scenario_instance_goes_to_a_different_persona():
