@@ -166,7 +166,7 @@ def run(args: argparse.Namespace, ds, sample: list[str]) -> None:
 
 
 def report(args: argparse.Namespace) -> None:
-    from iba.report.cli import build_report
+    from iba.report.build import build_report
 
     out = args.out / "report"
     build_report(args.out / "agents.sqlite", [args.dataset], out)

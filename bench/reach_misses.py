@@ -26,7 +26,7 @@ from iba.agents.toolkit import Toolkit
 from iba.agents.trace import Trace
 from iba.dataset import Dataset
 from iba.eval.reach import gold_clauses, reach_of, target_params
-from iba.retrieval.cli import sample_users
+from iba.retrieval.evaluate import sample_users
 from iba.run.prompt_reach import SpecPrompts
 
 

@@ -12,7 +12,7 @@ import collections
 from pathlib import Path
 
 from iba.dataset import Dataset
-from iba.retrieval.cli import sample_users
+from iba.retrieval.evaluate import sample_users
 from iba.retrieval.deep import deep_retrieve
 from iba.retrieval.evaluate import gold_turns, recall_at
 from iba.retrieval.index import HistoryIndex

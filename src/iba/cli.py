@@ -1,8 +1,8 @@
 """The `iba` command line: a thin dispatcher.
 
-Each subcommand lives in the module of the layer it drives and exposes
-`add_arguments(parser)` and `main(args) -> int`; modules are imported only when their command
-runs, so `iba --help` stays fast and optional dependencies stay optional.
+Each subcommand is a module of iba.commands exposing `add_arguments(parser)` and
+`main(args) -> int`; modules are imported only when their command runs, so `iba --help` stays
+fast and optional dependencies stay optional.
 """
 
 from __future__ import annotations
@@ -13,21 +13,21 @@ import sys
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("iba.run.demo_cmd", "build the demo dataset, run an agent, score and report (offline)"),
-    "build": ("iba.construct.cli", "build an IBA-Bench dataset (personas, histories, tasks, answer key)"),
-    "stats": ("iba.construct.stats_cmd", "print Table 2 statistics and the tell audit of a dataset and write stats.json"),
-    "validate": ("iba.construct.validate_cmd", "AI annotation of sampled instances with agreement statistics"),
-    "taxonomy": ("iba.taxonomy.cli", "show the shipped taxonomy (domains, scenarios, dimensions)"),
-    "run": ("iba.run.run_cmd", "run agents on a dataset, store and score the actions"),
-    "score": ("iba.eval.cli", "(re)score stored runs with judges, verifiers and slot matching"),
-    "judge-check": ("iba.eval.judge_check_cmd", "calibrate a judge on fixed cases with known verdicts (false-pass rate)"),
-    "report": ("iba.report.cli", "tables, plots and an HTML report from stored runs"),
-    "eval-retrieval": ("iba.retrieval.cli", "recall@k of gold evidence per retrieval method; reach of configurations per prompt budget"),
-    "index": ("iba.retrieval.index_cmd", "embed the histories into the retrieval index cache ahead of a run (in parallel)"),
-    "import": ("iba.adapters.cli", "import external data (PrefEval) as an IBA dataset"),
-    "batch": ("iba.batch.cli", "OpenAI Batch API rounds of `iba run --batch`: status, submit, collect, import, answer"),
-    "submit": ("iba.submit.cli", "a submission file of stored results (prepare) and its check (validate)"),
-    "export": ("iba.hf.cli", "export a dataset as a Hugging Face dataset repository (parquet + dataset card)"),
+    "demo": ("iba.commands.demo", "build the demo dataset, run an agent, score and report (offline)"),
+    "build": ("iba.commands.build", "build an IBA-Bench dataset (personas, histories, tasks, answer key)"),
+    "stats": ("iba.commands.stats", "print Table 2 statistics and the tell audit of a dataset and write stats.json"),
+    "validate": ("iba.commands.validate", "AI annotation of sampled instances with agreement statistics"),
+    "taxonomy": ("iba.commands.taxonomy", "show the shipped taxonomy (domains, scenarios, dimensions)"),
+    "run": ("iba.commands.run", "run agents on a dataset, store and score the actions"),
+    "score": ("iba.commands.score", "(re)score stored runs with judges, verifiers and slot matching"),
+    "judge-check": ("iba.commands.judge_check", "calibrate a judge on fixed cases with known verdicts (false-pass rate)"),
+    "report": ("iba.commands.report", "tables, plots and an HTML report from stored runs"),
+    "eval-retrieval": ("iba.commands.eval_retrieval", "recall@k of gold evidence per retrieval method; reach of configurations per prompt budget"),
+    "index": ("iba.commands.index", "embed the histories into the retrieval index cache ahead of a run (in parallel)"),
+    "import": ("iba.commands.import_data", "import external data (PrefEval) as an IBA dataset"),
+    "batch": ("iba.commands.batch", "OpenAI Batch API rounds of `iba run --batch`: status, submit, collect, import, answer"),
+    "submit": ("iba.commands.submit", "a submission file of stored results (prepare) and its check (validate)"),
+    "export": ("iba.commands.export", "export a dataset as a Hugging Face dataset repository (parquet + dataset card)"),
 }
 
 

@@ -338,7 +338,7 @@ def test_with_one_url_the_backend_behaves_as_before(_no_key):
 def _run_args(*argv: str):
     import argparse
 
-    from iba.run import run_cmd
+    from iba.commands import run as run_cmd
 
     p = argparse.ArgumentParser()
     run_cmd.add_arguments(p)
@@ -346,7 +346,7 @@ def _run_args(*argv: str):
 
 
 def test_repeated_base_url_makes_two_endpoints(_no_key):
-    from iba.run.run_cmd import backend_from_args
+    from iba.commands.run import backend_from_args
 
     args = _run_args("--model", "openai:m", "--base-url", "http://127.0.0.1:8001/v1",
                      "--base-url", "http://127.0.0.1:8002/v1", "--max-in-flight-per-endpoint", "3",
@@ -359,7 +359,7 @@ def test_repeated_base_url_makes_two_endpoints(_no_key):
 
 
 def test_endpoints_file_adds_urls_and_judges_can_have_their_own(_no_key, tmp_path):
-    from iba.run.run_cmd import backend_from_args, judge_backends
+    from iba.commands.run import backend_from_args, judge_backends
 
     f = tmp_path / "eps.txt"
     f.write_text("# replicas\nhttp://127.0.0.1:8002/v1\nhttp://127.0.0.1:8003/v1 # third\n")
@@ -393,8 +393,8 @@ def test_iba_run_with_a_bad_endpoints_file_names_file_and_line(_no_key, tmp_path
 def test_iba_score_accepts_several_judge_urls(_no_key):
     import argparse
 
-    from iba.eval import cli as score_cli
-    from iba.run.run_cmd import backend_from_args
+    from iba.commands import score as score_cli
+    from iba.commands.run import backend_from_args
 
     p = argparse.ArgumentParser()
     score_cli.add_arguments(p)

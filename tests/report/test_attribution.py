@@ -22,7 +22,7 @@ import csv
 import pytest
 
 from iba.report.attribution import attribution_table, kept_turns, names
-from iba.report.cli import build_report
+from iba.report.build import build_report
 from iba.report.data import load_report_data
 from iba.types import TraceStep
 from tests.report.fixed_store import NOW, agent_trace, build

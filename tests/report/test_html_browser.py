@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from iba.report.cli import build_report
+from iba.report.build import build_report
 from tests.report.fixed_store import build
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -16,7 +16,7 @@ import math
 
 import pytest
 
-from iba.report.cli import build_report
+from iba.report.build import build_report
 from tests.report.fixed_store import build
 
 RAG = {"w1": 7 / 8, "w2": 5 / 12, "d1": 2 / 3}

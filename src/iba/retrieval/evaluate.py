@@ -9,6 +9,7 @@ if plain similarity search found the evidence, the benchmark would not test impl
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 from iba.retrieval.deep import MODEL_FREE, DeepOptions, deep_retrieve
@@ -19,6 +20,13 @@ from iba.types import AnswerKey, TaskView
 
 METHODS = ("dense_top3", "bm25", "hybrid", "deep")
 KS = (3, 10)
+
+
+def sample_users(instances: list, n: int, seed: int) -> list:
+    """The instances of `n` users drawn with `seed`, in dataset order."""
+    users = sorted({t.user_id for t in instances})
+    chosen = set(random.Random(seed).sample(users, min(n, len(users))))
+    return [t for t in instances if t.user_id in chosen]
 
 
 def gold_turns(key: AnswerKey) -> set[str]:

@@ -21,7 +21,7 @@ This face only re-exports; the modules behind it:
   table13.py          the paper's Table 13 as data (PAPER_*, DOMAIN_ORDER)
   totals.py           taxonomy_totals, table13_problems, validate_totals
   lint.py             lint_taxonomy (cue quality)
-  cli.py              `iba taxonomy`
+  (`iba taxonomy` is iba.commands.taxonomy)
 """
 
 from __future__ import annotations

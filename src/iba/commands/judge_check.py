@@ -12,7 +12,7 @@ from iba.eval.judge_check import DEFAULT_N, DEFAULT_SEED
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from iba.run.run_cmd import add_backend_arguments
+    from iba.commands.run import add_backend_arguments
 
     p.add_argument("judge", metavar="MODEL", help="the judge model string, e.g. local:qwen2.5-coder-0.5b")
     p.add_argument("--dataset", type=Path, default=None,
@@ -32,7 +32,7 @@ def main(args: argparse.Namespace) -> int:
 
     from iba.dataset import DatasetError
     from iba.eval.judge_check import build_cases, format_result, judge_check
-    from iba.run.run_cmd import backend_from_args
+    from iba.commands.run import backend_from_args
 
     if args.model not in (None, args.judge):
         print("error: the judge is the positional MODEL; drop --model", file=sys.stderr)

@@ -51,7 +51,7 @@ def test_a_rerun_does_not_hide_errored_records(root, capsys):
 
 def _judge(monkeypatch, state: dict) -> None:
     """Every model string resolves to a scripted backend; the judge J is down while state["down"]."""
-    import iba.run.run_cmd as run_cmd
+    import iba.commands.run as run_cmd
     from iba.llm.base import LLMError
 
     def reply(messages, kwargs):

@@ -68,7 +68,7 @@ def deep_options(args: argparse.Namespace):
 
 def main(args: argparse.Namespace) -> int:
     from iba.dataset import Dataset
-    from iba.retrieval.evaluate import RecallTable, gold_turns, ranked_lists
+    from iba.retrieval.evaluate import RecallTable, gold_turns, ranked_lists, sample_users
     from iba.run.prompt_reach import ReachTable
     from iba.retrieval.index import HistoryIndex
 
@@ -137,15 +137,6 @@ def main(args: argparse.Namespace) -> int:
             cells = [f"{row[k]:.3f} ({row['n_' + k]})" if row["n_" + k] else "-" for k in ("slots", "checkpoints")]
             print(f"{row['agent']:<60}{row['budget']:>8}{cells[0]:>16}{cells[1]:>16}{row['tokens']:>8.0f}")
     return 0
-
-
-def sample_users(instances: list, n: int, seed: int) -> list:
-    """The instances of `n` users drawn with `seed`, in dataset order."""
-    import random
-
-    users = sorted({t.user_id for t in instances})
-    chosen = set(random.Random(seed).sample(users, min(n, len(users))))
-    return [t for t in instances if t.user_id in chosen]
 
 
 async def _llm_queries(backend, task, seed: int):

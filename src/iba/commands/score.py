@@ -108,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
     from iba.eval.aggregate import instance_score, mean, task_kind
     from iba.eval.panel import PanelConfig
     from iba.eval.qa import split_qa_id
-    from iba.run.run_cmd import backend_from_args
+    from iba.commands.run import backend_from_args
     from iba.run.store import Store, StoreError
 
     if not args.store.exists():

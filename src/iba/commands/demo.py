@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from iba.argtypes import out_folder, positive_int
-from iba.run.run_cmd import add_backend_arguments, backend_from_args, debt_status, judge_backends
+from iba.commands.run import add_backend_arguments, backend_from_args, debt_status, judge_backends
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from iba.construct.builder import build_dataset
     from iba.dataset import Dataset
-    from iba.report.cli import build_report
+    from iba.report.build import build_report
     from iba.run.runner import RunConfig, run_dataset
     from iba.run.store import Store
 

@@ -1,6 +1,6 @@
-"""`iba report`: the paper's tables and figures from stored runs, as Markdown, CSV, PNG and HTML.
+"""The report of stored runs: the paper's tables and figures as Markdown, CSV, PNG and HTML.
 
-`build_report` is the entry point other commands call (`iba demo`); it writes into out_dir:
+`build_report` (used by `iba report`, `iba demo` and bench/agents.py) writes into out_dir:
   table4.md/.csv          per-domain scores (Table 4 shape), cells.csv with n and unscored per cell,
                           left_out.csv: instances outside the same-instance comparison, and why
   ci.md/.csv, paired.md/.csv  overall score with 95% bootstrap interval; paired differences
@@ -20,25 +20,11 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from iba.argtypes import out_folder
 from iba.dataset import atomic_write_text
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("store", type=Path, help="result store written by `iba run` (SQLite)")
-    p.add_argument("--dataset", action="append", type=Path, default=[], dest="datasets", metavar="DIR",
-                   help="dataset directory of the runs (repeatable); needed for the analyses and the drill-down")
-    p.add_argument("--answer-key", action="append", type=Path, default=None, dest="answer_keys", metavar="PATH",
-                   help="a held-back answer key (as `iba run --answer-key`), one per --dataset in the same order")
-    p.add_argument("--run", action="append", dest="runs", metavar="NAME", help="only this run name (repeatable; default: all)")
-    p.add_argument("--out", type=out_folder, required=True, help="output folder")
-    p.add_argument("--judges", default=None,
-                   help="comma-separated judge model strings whose verdicts count (default: every judge in the store)")
 
 
 def build_report(
@@ -153,39 +139,3 @@ def sandbox_note(runs: Sequence) -> str:
         return f"all {len(started)} runs of third-party commands ran in the bubblewrap sandbox"
     return (f"{loose} of {len(started)} runs of third-party commands ran UNSANDBOXED (they could read the answer "
             "key); their rows are marked [unsandboxed]")
-
-
-def main(args: argparse.Namespace) -> int:
-    from iba.dataset import DatasetError
-
-    if not args.store.exists():
-        print(f"error: no store at {args.store}; run `iba run` first", file=sys.stderr)
-        return 2
-    judges = [j.strip() for j in args.judges.split(",") if j.strip()] if args.judges else None
-    if args.runs:
-        from iba.run.store import Store
-
-        with Store(args.store) as store:
-            known = store.run_names()
-        unknown = [r for r in args.runs if r not in known]
-        if unknown:
-            print(f"error: no run named {', '.join(unknown)} in {args.store}; runs: {', '.join(known) or '(none)'}",
-                  file=sys.stderr)
-            return 2
-    if args.answer_keys is not None and len(args.answer_keys) != len(args.datasets):
-        print(f"error: argument --answer-key: give one per --dataset, in the same order "
-              f"({len(args.answer_keys)} for {len(args.datasets)})", file=sys.stderr)
-        return 2
-    try:
-        html = build_report(args.store, args.datasets, args.out, runs=args.runs, judges=judges,
-                            answer_keys=args.answer_keys)
-    except DatasetError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    table = args.out / "table4.md"
-    print(table.read_text(encoding="utf-8"))
-    for line in (args.out / "judges.md").read_text(encoding="utf-8").splitlines():
-        if "WARNING" in line or "self-judging" in line:
-            print(line.removeprefix("- "), file=sys.stderr)
-    print(f"report: {html}")
-    return 0

@@ -17,7 +17,7 @@ from iba import registry
 from iba.cli import main
 from iba.dataset import Dataset
 from iba.retrieval import index as index_mod
-from iba.retrieval.cli import sample_users
+from iba.retrieval.evaluate import sample_users
 from iba.run.runner import RunConfig, run_dataset
 from iba.run.store import Store
 from tests.fakes import ScriptedBackend

@@ -79,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
 
     from iba.dataset import Dataset, DatasetError
     from iba.retrieval.chunking import CHUNK_OVERLAP, CHUNK_TOKENS
-    from iba.retrieval.cli import sample_users
+    from iba.retrieval.evaluate import sample_users
 
     try:
         ds = Dataset(args.dataset)

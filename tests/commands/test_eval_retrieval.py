@@ -63,7 +63,7 @@ def test_eval_retrieval_table(demo, cache, capsys):
 
 
 def test_users_sample_keeps_whole_users_and_is_seeded():
-    from iba.retrieval.cli import sample_users
+    from iba.retrieval.evaluate import sample_users
     from iba.types import TaskView
 
     tasks = [

@@ -25,7 +25,7 @@ def test_report_command_unknown_run_and_missing_store(tmp_path, capsys):
 
 
 def test_empty_store_gives_an_empty_report(tmp_path):
-    from iba.report.cli import build_report
+    from iba.report.build import build_report
     from iba.run.store import Store
 
     Store(tmp_path / "e.sqlite").close()

@@ -1,6 +1,6 @@
 from iba.cli import main
 
-from .conftest import ITEMS
+from tests.adapters.conftest import ITEMS
 
 
 def test_import_prefeval_command_prints_counts(prefeval_dir, tmp_path, capsys):
