@@ -36,7 +36,7 @@ from iba.dataset import Dataset  # noqa: E402
 from iba.eval.slots import synonym_map, value_matches  # noqa: E402
 from iba.llm import resolve_backend  # noqa: E402
 from iba.llm.structured import complete_json  # noqa: E402
-from iba.run.runner import api_template  # noqa: E402
+from iba.taxonomy import scenario_api  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -80,7 +80,7 @@ async def main(a: argparse.Namespace) -> None:
                     shown = view.lines
                 prompt = slot_prompt(task, shown, name, desc, values)
                 reply, _ = await complete_json(backend, prompt.messages, slot_reply_model(values), max_tokens=24, seed=42)
-                row["choice"] = value_matches(reply.value, slot.accepted, synonym_map(api_template(task))) if reply.value != UNKNOWN else False  # type: ignore[attr-defined]
+                row["choice"] = value_matches(reply.value, slot.accepted, synonym_map(scenario_api(task.scenario))) if reply.value != UNKNOWN else False  # type: ignore[attr-defined]
                 row["unknown"] = reply.value == UNKNOWN  # type: ignore[attr-defined]
             for k, v in row.items():
                 totals.setdefault(k, []).append(int(v))
