@@ -114,7 +114,7 @@ def sec_embed(a: argparse.Namespace) -> list[dict]:
     import numpy as np
 
     from iba.dataset import Dataset
-    from iba.retrieval.embed import MiniLMEmbedder
+    from iba.retrieval.minilm import MiniLMEmbedder
     from iba.retrieval.index import HistoryIndex, clear_memory_cache
 
     ds = Dataset(ensure_build(a.work, "full"))

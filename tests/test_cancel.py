@@ -45,10 +45,11 @@ def test_timeout_stops_the_history_embedding(tmp_path, engine):
     in pool threads (two here), which must see the action's cancel scope too."""
     from iba.agents.rag import RagAgent
     from iba.retrieval import embed, onnx_bert
+    from iba.retrieval.minilm import MiniLMEmbedder
 
     if engine == "onnx" and not onnx_bert.available():
         pytest.skip(f"onnx engine not installed: {onnx_bert.INSTALL}")
-    emb = embed.MiniLMEmbedder(engine=engine, threads=2)
+    emb = MiniLMEmbedder(engine=engine, threads=2)
     name = f"minilm-cancel-{engine}"
     embed._CACHE[name] = emb  # what get_embedder(name) returns to the agent
     batches = {"n": 0}

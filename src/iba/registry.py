@@ -26,10 +26,10 @@ _REGISTRY: dict[str, dict[str, str]] = {
         "openai": "iba.llm.openai_compat:OpenAICompatBackend.from_spec",
     },
     "embedders": {
-        "minilm": "iba.retrieval.embed:MiniLMEmbedder",
-        "all-minilm-l6-v2": "iba.retrieval.embed:MiniLMEmbedder",
-        "all-mpnet-base-v2": "iba.retrieval.embed:SentenceTransformerEmbedder.mpnet",
-        "bge-m3": "iba.retrieval.embed:SentenceTransformerEmbedder.bge_m3",
+        "minilm": "iba.retrieval.minilm:MiniLMEmbedder",
+        "all-minilm-l6-v2": "iba.retrieval.minilm:MiniLMEmbedder",
+        "all-mpnet-base-v2": "iba.retrieval.st_embedders:SentenceTransformerEmbedder.mpnet",
+        "bge-m3": "iba.retrieval.st_embedders:SentenceTransformerEmbedder.bge_m3",
     },
     "importers": {
         "prefeval": "iba.adapters.prefeval:import_prefeval",

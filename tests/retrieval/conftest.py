@@ -15,6 +15,6 @@ def minilm():
 @pytest.fixture(scope="session")
 def minilm_numpy(minilm):
     """The same model on the numpy engine (the fallback when onnxruntime is not installed)."""
-    from iba.retrieval.embed import MiniLMEmbedder
+    from iba.retrieval.minilm import MiniLMEmbedder
 
     return MiniLMEmbedder(engine="numpy")

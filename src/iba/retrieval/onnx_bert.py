@@ -1,4 +1,4 @@
-"""The same BERT forward pass as embed.NumpyBert, run by onnxruntime (extra `iba[onnx]`).
+"""The same BERT forward pass as minilm.NumpyBert, run by onnxruntime (extra `iba[onnx]`).
 
 The graph is built in memory from the NumpyBert's weights (so from the packaged safetensors; no
 export step, no torch) with onnxruntime's fused CPU kernels for attention, skip + LayerNorm and
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from iba.retrieval.embed import NumpyBert
+    from iba.retrieval.minilm import NumpyBert
 
 INSTALL = "pip install 'iba[onnx]'  (onnx and onnxruntime)"
 
