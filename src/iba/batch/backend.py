@@ -13,7 +13,7 @@ from iba.batch.folder import BatchFolder
 from iba.batch.lines import request_line, result_completion
 from iba.llm.base import Backend, CallDeferred, Completion, ToolSpec
 from iba.llm.retry import ModelBadResponse, ModelCallError, ModelRequestRejected
-from iba.llm.toolcalls import check_tool_choice
+from iba.llm.toolcalls import offered_tools
 
 
 def served_name(model_id: str) -> str:
@@ -49,9 +49,7 @@ class BatchBackend(Backend):
         tool_choice: str | None = None,
         stop: list[str] | None = None,
     ) -> Completion:
-        check_tool_choice(tools, tool_choice)
-        if tool_choice == "none" or not tools:
-            tools, tool_choice = None, None
+        tools, tool_choice = offered_tools(tools, tool_choice)
         line = request_line(self.model_id, served_name(self.model_id), messages, max_tokens=max_tokens,
                             temperature=temperature, seed=seed, json_schema=json_schema, tools=tools,
                             tool_choice=tool_choice, stop=stop)

@@ -181,7 +181,7 @@ def main(args: argparse.Namespace) -> int:
     from iba.hf import HFError
     from iba.hf.load import dataset_dir
     from iba.run.runner import RunConfig, make_agent, run_dataset, select_instances
-    from iba.run.store import Store, StoreError
+    from iba.run.store import Store
 
     if args.answer_key is not None:
         if not args.answer_key.is_file():
@@ -248,12 +248,8 @@ def main(args: argparse.Namespace) -> int:
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    try:
-        store_cm = Store(args.store)
-    except StoreError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    with store_cm as store:
+    # a store that cannot be opened is a StoreError: iba.cli says so in one line (exit 2)
+    with Store(args.store) as store:
         stops: tuple[type[Exception], ...] = (DatasetError,)  # the user's to fix: a message, not a traceback
         if args.executor == "ray":
             from iba.run.ray_executor import BackendRecipe, RayError, RayOptions, run_dataset_ray

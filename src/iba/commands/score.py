@@ -109,7 +109,7 @@ def main(args: argparse.Namespace) -> int:
     from iba.eval.panel import PanelConfig
     from iba.eval.qa import split_qa_id
     from iba.commands.run import backend_from_args
-    from iba.run.store import Store, StoreError
+    from iba.run.store import Store
 
     if not args.store.exists():
         print(f"error: no store at {args.store}; run `iba run` first", file=sys.stderr)
@@ -119,12 +119,8 @@ def main(args: argparse.Namespace) -> int:
     except (DatasetError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    try:
-        store_cm = Store(args.store)
-    except StoreError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    with store_cm as store:
+    # a store that cannot be opened is a StoreError: iba.cli says so in one line (exit 2)
+    with Store(args.store) as store:
         known = store.run_names()
         unknown = [r for r in args.runs or [] if r not in known]
         names = args.runs or known

@@ -18,7 +18,7 @@ import logging
 from typing import Any
 
 from iba.llm.base import Backend, Completion, LLMError, ToolCall, ToolSpec
-from iba.llm.toolcalls import check_tool_choice, parse_arguments
+from iba.llm.toolcalls import offered_tools, parse_arguments
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +91,7 @@ class InspectBackend(Backend):
         from inspect_ai.tool import ToolFunction, ToolInfo, ToolParams
         from inspect_ai.util import JSONSchema
 
-        check_tool_choice(tools, tool_choice)
-        if tool_choice == "none" or not tools:
-            tools, tool_choice = None, None
+        tools, tool_choice = offered_tools(tools, tool_choice)
         config: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed,
                                   "stop_seqs": stop or None}
         msgs = list(messages)

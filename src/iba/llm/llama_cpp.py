@@ -34,9 +34,9 @@ from iba.llm.grammar import schema_gbnf
 from iba.llm.prompt_states import DEFAULT_BUDGET_MB, PromptStates
 from iba.llm.retry import RetryPolicy, Verdict, call_with_retries
 from iba.llm.toolcalls import (
-    check_tool_choice,
     forced_call_gbnf,
     messages_for_template,
+    offered_tools,
     openai_tools,
     parse_text_tool_calls,
 )
@@ -234,9 +234,7 @@ class LlamaCppBackend(Backend):
         tool_choice: str | None = None,
         stop: list[str] | None = None,
     ) -> Completion:
-        check_tool_choice(tools, tool_choice)
-        if tool_choice == "none" or not tools:
-            tools, tool_choice = None, None
+        tools, tool_choice = offered_tools(tools, tool_choice)
         params = request_params(max_tokens, temperature, seed, json_schema, tools, tool_choice, stop)
 
         async def produce() -> Completion:

@@ -50,6 +50,15 @@ def check_tool_choice(tools: list[ToolSpec] | None, tool_choice: str | None) -> 
         raise ValueError(f"tool_choice {tool_choice!r} is not one of the tools {names} (or 'auto'/'required'/'none')")
 
 
+def offered_tools(tools: list[ToolSpec] | None, tool_choice: str | None) -> tuple[list[ToolSpec] | None, str | None]:
+    """The tools a request offers, checked: none at all when tool_choice is "none" or there are none
+    (backends that build their own request; an OpenAI server is told "none" instead)."""
+    check_tool_choice(tools, tool_choice)
+    if tool_choice == "none" or not tools:
+        return None, None
+    return tools, tool_choice
+
+
 def parse_arguments(raw: Any) -> dict[str, Any]:
     """Tool arguments as a dict; accepts a dict or its JSON text (OpenAI sends text)."""
     if isinstance(raw, dict):
