@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 from iba.agents.base import check_overlap
 from iba.retrieval.deep import DeepOptions
 from iba.retrieval.passage import Unit
+from iba.retrieval.views import ViewOrder
 
 # the deciding prompt's size in tokens (extract, align_slot, synthesize): the evidence views fill
 # what the rest of the prompt leaves. 4k: reach per budget in bench/BENCHMARKS.md (issue 26)
@@ -45,6 +46,13 @@ class IBAOptions(DeepOptions):
     # tokens of each deciding prompt (extract, align_slot, synthesize); its evidence view gets what the
     # rest of the prompt leaves
     budget: int = Field(DEFAULT_BUDGET, ge=500)
+    # the order a view takes turns in: by relevance to the nearest query; or each: the queries take turns
+    # to pick their most relevant one (iba.retrieval.views.each_query_in_turn)
+    view: ViewOrder = "nearest"
+    # percent of each view given first to the user's latest turns before the request, whatever their
+    # relevance: a transient state (an injury, a tight month) is said shortly before the request, in
+    # words that share nothing with it
+    recent: int = Field(0, ge=0, le=50)
     # mixed: the 256-token windows plus one unit per user turn; the views reach more gold evidence from
     # it at every budget (tuning sample, 4k, k=5: slots 0.653 -> 0.737, checkpoints 0.639 -> 0.745; issue 26)
     unit: Unit = "mixed"
@@ -73,7 +81,7 @@ class IBAOptions(DeepOptions):
 
 
 # options that only Deep Retrieval reads
-_DEEP_ONLY = ("expansion", "reranker", "k", "method", "feedback", "scan", "repeats", "slots", "contrast",
+_DEEP_ONLY = ("expansion", "reranker", "k", "method", "feedback", "scan", "repeats", "slots", "values", "contrast",
               "max_candidates", "max_passages", "retain_at")
 
 
