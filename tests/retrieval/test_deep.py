@@ -231,6 +231,9 @@ def test_value_queries_one_per_allowed_value_and_only_when_asked():
     assert values == [("value", f"Cuisine. {v}") for v in ("sichuan", "japanese", "italian")] + [
         ("value", f"How spicy. {v}") for v in ("none", "mild", "hot")]
     assert value_queries(TEXT_TASK) == []
+    yes_no = {"type": "boolean", "enum": [True, False], "description": "Whether a parking space is included."}
+    schema = {**API_TASK.api_schema, "properties": {**API_TASK.api_schema["properties"], "parking": yes_no}}
+    assert value_queries(API_TASK.model_copy(update={"api_schema": schema}))[-1:] == [("value", yes_no["description"])]
     queries = template_queries(API_TASK)
     assert labelled_queries(API_TASK, queries, values=True)[-6:] == values
     assert [q for _, q in labelled_queries(API_TASK, queries, slots=True, values=True)[6:8]] == [

@@ -101,8 +101,12 @@ def value_queries(task: TaskView) -> list[tuple[str, str]]:
     one value per query lets similarity find the turns about that value. Public schema text only."""
     out = []
     for name, prop in ((task.api_schema or {}).get("properties") or {}).items():
-        for v in prop.get("enum") or ():
-            out.append(("value", f"{prop.get('description') or name.replace('_', ' ')} {str(v).replace('_', ' ')}"))
+        about = prop.get("description") or name.replace("_", " ")
+        values = prop.get("enum") or ()
+        if values and all(isinstance(v, bool) for v in values):  # yes or no: the question is the query
+            out.append(("value", about))
+            continue
+        out.extend(("value", f"{about} {str(v).replace('_', ' ')}") for v in values)
     return out
 
 
