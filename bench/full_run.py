@@ -1,0 +1,502 @@
+"""Time to a full result (issue 33): indexing throughput and the harness's own time, measured on this
+box, and the projected wall time of the whole benchmark (6,962 instances) for `rag` and the 3-call `iba`.
+
+  python bench/full_run.py                   # every step; resumable: a rerun skips the steps already done
+  python bench/full_run.py --fresh           # measure everything again (say so on an idle machine)
+  python bench/full_run.py --only project    # recompute the projection from the stored figures
+
+Steps (each prints what it runs, its estimate and the ETA of the whole; `iba index` and the runner show
+their own progress bars):
+  index    a seeded sample of full-preset users (--users) indexed as `iba index` does (mixed units: the
+           256-token windows rag reads plus the user turns iba reads): in this process's way, the packaged
+           MiniLM (onnx) in `iba index`, and through 1, 2 and 4 local `iba serve-embeddings` with
+           `iba index --embedder openai:minilm`. Per run: wall, turns/s, and the CPU seconds of the client
+           (`iba index`) and of the servers (/proc), from which the throughput of one server on a box of
+           its own and of one client box are projected (CPU-bound work; the formula is in the output).
+  harness  the runner (`iba run`'s code, scoring included, judges none) on that sample's instances x
+           --trials, against bench/stub_server.py (--latency seconds per call) at concurrency 8, 32 and
+           128, for `rag` and the 3-call iba; per run: wall, instances/s beside the ideal C / (calls x
+           latency), and the CPU of the run's process per instance, less that of a 2-instance run.
+  project  the formula, its measured terms and the projected wall time for this box alone, this box +
+           N embedding servers, and a Ray cluster of K boxes.
+
+Results: bench/results/full_run.json (written after every step: the resume point). The block between the
+full-run markers of bench/BENCHMARKS.md is rewritten from it; every figure carries the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "full_run.json"
+BENCHMARKS = ROOT / "bench" / "BENCHMARKS.md"
+BEGIN, END = "<!-- full-run:begin (bench/full_run.py rewrites this block) -->", "<!-- full-run:end -->"
+IBA = [sys.executable, "-m", "iba.cli"]
+AGENTS = {"rag": ("rag", 1), "iba3": ("iba?expansion=template&reranker=rules&compact=none", 3)}
+SERVERS = (1, 2, 4)
+CONCURRENCY = (8, 32, 128)
+SECTIONS = ("index", "harness", "project")
+FULL_INSTANCES = 6962
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", type=Path, default=None,
+                   help="a `--preset full` build (default: WORK/iba-full, built with --seed 42 when missing, ~2 min)")
+    p.add_argument("--work", type=Path, default=ROOT / "runs" / "bench-full-run", help="scratch (default: runs/bench-full-run)")
+    p.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections (default: {','.join(SECTIONS)})")
+    p.add_argument("--users", type=int, default=2, help="users in the indexing sample (default 2, ~9,000 turns)")
+    p.add_argument("--seed", type=int, default=42, help="sample seed, as `iba index --users N --seed S` (default 42)")
+    p.add_argument("--repeats", type=int, default=3, help="runs per figure, median reported (default 3)")
+    p.add_argument("--trials", type=int, default=4, help="harness: trials per instance, for enough items in flight (default 4)")
+    p.add_argument("--latency", type=float, default=0.5, help="harness: stub seconds per model call (default 0.5)")
+    p.add_argument("--fresh", action="store_true", help="forget stored figures of the chosen sections and measure again")
+    p.add_argument("--no-write", action="store_true", help="do not touch BENCHMARKS.md")
+    p.add_argument("--harness-child", default=None, help=argparse.SUPPRESS)  # internal: one harness run
+    a = p.parse_args(argv)
+    a.only = [s.strip() for s in a.only.split(",") if s.strip()]
+    bad = [s for s in a.only if s not in SECTIONS]
+    if bad:
+        p.error(f"--only: unknown section(s) {', '.join(bad)}; choose from {', '.join(SECTIONS)}")
+    for name in ("users", "repeats", "trials"):
+        if getattr(a, name) < 1:
+            p.error(f"--{name} must be >= 1")
+    a.dataset = a.dataset or a.work / "iba-full"
+    return a
+
+
+def log(msg: str) -> None:
+    print(f"[full-run {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def load_results() -> dict[str, Any]:
+    return json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+
+
+def save(results: dict[str, Any]) -> None:
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    tmp = RESULTS.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, RESULTS)
+
+
+def load_note() -> dict[str, Any]:
+    return {"load1": round(os.getloadavg()[0], 2), "cores": len(os.sched_getaffinity(0)), "date": time.strftime("%Y-%m-%d %H:%M")}
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of a live process (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+class Servers:
+    """N `iba serve-embeddings` processes (the packaged MiniLM), `threads` each, on free ports."""
+
+    def __init__(self, n: int, threads: int, logdir: Path) -> None:
+        self.procs: list[subprocess.Popen] = []
+        self.urls: list[str] = []
+        logdir.mkdir(parents=True, exist_ok=True)
+        for _ in range(n):
+            port = free_port()
+            log_file = open(logdir / f"serve-{port}.log", "wb")  # noqa: SIM115 - closed with the process
+            self.procs.append(subprocess.Popen(
+                [*IBA, "serve-embeddings", "--embedder", f"minilm?threads={threads}", "--port", str(port)],
+                stdout=log_file, stderr=subprocess.STDOUT))
+            self.urls.append(f"http://127.0.0.1:{port}/v1")
+        deadline = time.monotonic() + 180
+        for proc, url in zip(self.procs, self.urls):
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"iba serve-embeddings exited with {proc.returncode} (logs in {logdir})")
+                try:
+                    with urllib.request.urlopen(f"{url}/models", timeout=2):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"iba serve-embeddings at {url} did not answer in 180 s") from None
+                    time.sleep(0.3)
+
+    def cpu(self) -> float:
+        return sum(proc_cpu(p.pid) for p in self.procs)
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+# --------------------------------------------------------------------------- the dataset and its sample
+
+
+def ensure_dataset(a: argparse.Namespace) -> Path:
+    if not (a.dataset / "manifest.json").exists():
+        log(f"building --preset full --seed 42 into {a.dataset} (about 2 minutes idle)")
+        subprocess.run([*IBA, "build", "--preset", "full", "--seed", "42", "--out", str(a.dataset), "--no-progress"],
+                       check=True, stdout=subprocess.DEVNULL)
+    return a.dataset
+
+
+def count_turns(path: Path) -> int:
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())
+
+
+def sample(a: argparse.Namespace) -> dict[str, Any]:
+    """The users `iba index --users N --seed S` takes, their instances and turns, and the full build's totals."""
+    from iba.dataset import Dataset
+    from iba.retrieval.evaluate import sample_users
+
+    ds = Dataset(ensure_dataset(a))
+    instances = list(ds.instances)
+    chosen = sample_users(instances, a.users, a.seed)
+    users = list(dict.fromkeys(t.user_id for t in chosen))
+    all_users = list(dict.fromkeys(t.user_id for t in instances))
+    return {"users": users, "instance_ids": [t.instance_id for t in chosen],
+            "turns": sum(count_turns(ds.history_path(u)) for u in users),
+            "full_turns": sum(count_turns(ds.history_path(u)) for u in all_users),
+            "full_instances": len(instances), "full_users": len(all_users)}
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def index_step(a: argparse.Namespace, info: dict[str, Any], servers: int) -> dict[str, Any]:
+    """One `iba index` of the sample into a fresh cache: in process (servers=0) or through N servers."""
+    cores = len(os.sched_getaffinity(0))
+    cache = a.work / ("cache-inproc" if servers == 0 else f"cache-servers-{servers}")
+    subprocess.run(["rm", "-rf", str(cache)], check=True)
+    cmd = [*IBA, "index", str(a.dataset), "--users", str(a.users), "--seed", str(a.seed), "--cache-dir", str(cache),
+           "--unit", "mixed"]
+    srv = None
+    if servers:
+        # a server per core at most: more threads than cores only queue (4 servers share 2 cores here)
+        srv = Servers(servers, max(1, cores // servers), a.work / "logs")
+        cmd += ["--embedder", "openai:minilm", *[x for u in srv.urls for x in ("--embed-base-url", u)]]
+    try:
+        cpu0, scpu0 = children_cpu(), srv.cpu() if srv else 0.0
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+        client_cpu = children_cpu() - cpu0
+        server_cpu = (srv.cpu() - scpu0) if srv else 0.0
+    finally:
+        if srv:
+            srv.close()
+    turns = info["turns"]
+    return {"wall_s": wall, "turns": turns, "turns_per_s": turns / wall, "client_cpu_s": client_cpu,
+            "server_cpu_s": server_cpu, "servers": servers, "command": " ".join(cmd[2:]), **load_note()}
+
+
+def harness_child(spec_json: str) -> int:
+    """One harness run in this (child) process: the runner as `iba run` drives it, on given instance ids."""
+    import asyncio
+
+    from iba.dataset import Dataset
+    from iba.llm import resolve_backend
+    from iba.run.runner import RunConfig, run_dataset
+    from iba.run.store import Store
+
+    spec = json.loads(spec_json)
+    backend = resolve_backend("openai:stub", base_url=spec["url"], use_cache=False,
+                              max_in_flight_per_endpoint=spec["concurrency"])
+    cfg = RunConfig(agents=[spec["agent"]], run="harness", trials=spec["trials"], concurrency=spec["concurrency"],
+                    instance_ids=spec["ids"], cache_dir=Path(spec["cache"]), score=True, progress=True)
+    Path(spec["store"]).unlink(missing_ok=True)
+    with Store(Path(spec["store"])) as store:
+        s = asyncio.run(run_dataset(Dataset(spec["dataset"]), backend, store, cfg))
+    print(json.dumps({"planned": s.planned, "ok": s.ok, "failed": s.failed, "errored": s.errored,
+                      "calls": s.usage.llm_calls, "errors": s.errors[:3]}))
+    return 0
+
+
+def harness_step(a: argparse.Namespace, info: dict[str, Any], agent: str, concurrency: int, ids: list[str],
+                 url: str, trials: int) -> dict[str, Any]:
+    spec, calls = AGENTS[agent]
+    child = {"url": url, "agent": spec, "concurrency": concurrency, "trials": trials, "ids": ids,
+             "cache": str(a.work / "cache-inproc"), "store": str(a.work / "harness.sqlite"), "dataset": str(a.dataset)}
+    cpu0 = children_cpu()
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, __file__, "--harness-child", json.dumps(child)], check=True,
+                       stdout=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    cpu = children_cpu() - cpu0
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    if out["ok"] != out["planned"]:
+        raise RuntimeError(f"harness run {agent} C={concurrency}: not every item ok: {out}")
+    return {"wall_s": wall, "cpu_s": cpu, "items": out["planned"], "calls": out["calls"], "agent": spec,
+            "calls_per_item": calls, "concurrency": concurrency, "latency_s": a.latency, **load_note()}
+
+
+# --------------------------------------------------------------------------- the plan, resumable
+
+
+def plan(a: argparse.Namespace) -> list[tuple[str, str, Callable[..., dict[str, Any]], float]]:
+    """(section, step id, run, estimated seconds) in order."""
+    steps: list[tuple[str, str, Callable[..., dict[str, Any]], float]] = []
+    info = a.info
+    turns = info["turns"]
+    if "index" in a.only:
+        for r in range(a.repeats):
+            steps.append(("index", f"index/inproc/r{r}", lambda r=r: index_step(a, info, 0), turns / 100 + 15))
+            for n in SERVERS:
+                steps.append(("index", f"index/servers-{n}/r{r}", lambda n=n: index_step(a, info, n), turns / 80 + 25))
+    if "harness" in a.only:
+        ids = info["instance_ids"]
+        for agent, (_spec, calls) in AGENTS.items():
+            for r in range(a.repeats):
+                # the fixed cost (imports, dataset, first index loads) from a 2-item run
+                steps.append(("harness", f"harness/{agent}/small/r{r}",
+                              lambda agent=agent: harness_step(a, info, agent, 8, ids[:2], a.url, 1), 20))
+                for c in CONCURRENCY:
+                    n = len(ids) * a.trials
+                    est = 15 + n * calls * a.latency / c + n * 0.05 * calls
+                    steps.append(("harness", f"harness/{agent}/c{c}/r{r}",
+                                  lambda agent=agent, c=c: harness_step(a, info, agent, c, ids, a.url, a.trials), est))
+    return steps
+
+
+def run_plan(a: argparse.Namespace, results: dict[str, Any]) -> None:
+    steps = [s for s in plan(a) if s[1] not in results.get("steps", {})]
+    if not steps:
+        return
+    remaining = sum(s[3] for s in steps)
+    total = len(steps)
+    t_start = time.monotonic()
+    for i, (section, step_id, fn, est) in enumerate(steps, start=1):
+        done_at = time.strftime("%H:%M", time.localtime(time.time() + remaining))
+        log(f"step {i}/{total} {step_id} (estimate {est:.0f} s; all remaining ~{remaining / 60:.0f} min, done ~{done_at})")
+        t0 = time.monotonic()
+        res = fn()
+        took = time.monotonic() - t0
+        results.setdefault("steps", {})[step_id] = res
+        save(results)
+        log(f"step {i}/{total} {step_id}: {took:.0f} s; {json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in res.items() if k != 'command'})}")
+        remaining = max(0.0, remaining - est)
+        # re-estimate the rest by how this step's time compared with its estimate
+        elapsed = time.monotonic() - t_start
+        planned = sum(s[3] for s in steps[:i])
+        remaining *= max(0.5, min(3.0, elapsed / max(1.0, planned)))
+
+
+# --------------------------------------------------------------------------- the projection
+
+
+def median_of(results: dict[str, Any], prefix: str, key: str | Callable[[dict], float]) -> float | None:
+    rows = [v for k, v in results.get("steps", {}).items() if k.rsplit("/", 1)[0] == prefix]
+    if not rows:
+        return None
+    return statistics.median(key(r) if callable(key) else r[key] for r in rows)
+
+
+def terms(results: dict[str, Any]) -> dict[str, Any]:
+    """The measured terms of the projection (medians over repeats)."""
+    info = results["sample"]
+    cores = results.get("cores", 2)
+    t: dict[str, Any] = {"full_turns": info["full_turns"], "full_instances": info["full_instances"], "cores": cores}
+    inproc = median_of(results, "index/inproc", "turns_per_s")
+    if inproc:
+        t["r_inproc"] = inproc  # turns/s, `iba index` with the in-process MiniLM, this box
+        t["inproc_cpu_per_turn"] = median_of(results, "index/inproc", lambda r: r["client_cpu_s"] / r["turns"])
+    for n in SERVERS:
+        rate = median_of(results, f"index/servers-{n}", "turns_per_s")
+        if rate:
+            t[f"r_servers_{n}_here"] = rate  # measured wall rate, client and N servers on this box's cores
+    one = [v for k, v in results.get("steps", {}).items() if k.startswith("index/servers-")]
+    if one:
+        # CPU per turn of serving and of the client, over every server configuration
+        t["server_cpu_per_turn"] = statistics.median(r["server_cpu_s"] / r["turns"] for r in one)
+        t["client_cpu_per_turn"] = statistics.median(r["client_cpu_s"] / r["turns"] for r in one)
+        t["r_server_box"] = cores / t["server_cpu_per_turn"]  # one server owning a box of `cores` cores
+        t["r_client_box"] = cores / t["client_cpu_per_turn"]  # the client (chunking, HTTP) on this box
+    for agent in AGENTS:
+        small = median_of(results, f"harness/{agent}/small", "cpu_s")
+        per = {}
+        for c in CONCURRENCY:
+            rows = [v for k, v in results.get("steps", {}).items() if k.rsplit("/", 1)[0] == f"harness/{agent}/c{c}"]
+            if rows and small is not None:
+                per[c] = {
+                    "cpu_ms": statistics.median((r["cpu_s"] - small) / max(1, r["items"] - 2) * 1000 for r in rows),
+                    "rate": statistics.median(r["items"] / r["wall_s"] for r in rows),
+                    "ideal": c / (AGENTS[agent][1] * rows[0]["latency_s"]),
+                    "items": rows[0]["items"], "latency_s": rows[0]["latency_s"],
+                    "walls": [round(r["wall_s"], 1) for r in rows], "load": max(r["load1"] for r in rows),
+                }
+        if per:
+            t[f"harness_{agent}"] = per
+    return t
+
+
+def projection(t: dict[str, Any]) -> list[dict[str, Any]]:
+    """Projected wall time of the full benchmark: T = T_index + T_run, with
+         T_index = turns / R_index
+         T_run   = instances x max(calls x L / C, c_harness / cores_running)."""
+    rows = []
+    turns, n, cores = t["full_turns"], t["full_instances"], t["cores"]
+    latency, conc = 0.5, 128
+    for agent, (spec, calls) in AGENTS.items():
+        h = t.get(f"harness_{agent}", {})
+        c_harness = statistics.median(v["cpu_ms"] for v in h.values()) / 1000 if h else None
+        settings: list[tuple[str, float | None, int]] = [("this box alone (in-process MiniLM)", t.get("r_inproc"), 1)]
+        if "r_server_box" in t:
+            for s in SERVERS:
+                rate = min(s * t["r_server_box"], t["r_client_box"])
+                settings.append((f"this box + {s} embedding server box(es)", rate, 1))
+        if t.get("r_inproc"):
+            for k in (2, 4, 8):
+                settings.append((f"Ray cluster of {k} boxes (each indexing in process)", k * t["r_inproc"], k))
+        for label, r_index, boxes in settings:
+            if not r_index:
+                continue
+            t_index = turns / r_index
+            t_model = n * calls * latency / (conc * boxes)
+            t_cpu = n * c_harness / (cores * boxes) if c_harness is not None else None
+            t_run = max(t_model, t_cpu or 0.0)
+            rows.append({"agent": spec, "setting": label, "t_index_h": t_index / 3600, "t_run_h": t_run / 3600,
+                         "t_total_h": (t_index + t_run) / 3600, "bound": "harness CPU" if (t_cpu or 0) > t_model else "model"})
+    return rows
+
+
+def render(results: dict[str, Any]) -> str:
+    t = terms(results)
+    info = results["sample"]
+    steps = results.get("steps", {})
+    loads = [v["load1"] for v in steps.values()]
+    under = f"measured under load (load average {min(loads):.1f}–{max(loads):.1f} on {t['cores']} cores)" if loads else ""
+    lines = [BEGIN, "", f"Written by `python bench/full_run.py` (resumable; `--fresh` to measure again). Sample: "
+             f"{len(info['users'])} users of the full build (seed {results.get('seed')}), {info['turns']:,} turns, "
+             f"{len(info['instance_ids'])} instances; full build: {info['full_users']} users, {info['full_turns']:,} turns, "
+             f"{info['full_instances']:,} instances. Medians of {results.get('repeats')} run(s); {under}.", ""]
+    lines += ["**Indexing** (`iba index --unit mixed`: 256-token windows + user turns)", "",
+              "| configuration | turns/s (wall, this box) | client CPU ms/turn | server CPU ms/turn | runs (s) |", "|---|---|---|---|---|"]
+    for label, prefix in [("in process, packaged MiniLM (onnx), 2 threads", "index/inproc")] + [
+            (f"{n} local `iba serve-embeddings` ({'1 thread' if n > 1 else '2 threads'} each), `--embedder openai:minilm`",
+             f"index/servers-{n}") for n in SERVERS]:
+        rows = [v for k, v in steps.items() if k.rsplit("/", 1)[0] == prefix]
+        if not rows:
+            continue
+        rate = statistics.median(r["turns_per_s"] for r in rows)
+        ccpu = statistics.median(r["client_cpu_s"] / r["turns"] * 1000 for r in rows)
+        scpu = statistics.median(r["server_cpu_s"] / r["turns"] * 1000 for r in rows) if rows[0]["servers"] else None
+        lines.append(f"| {label} | **{rate:.0f}** | {ccpu:.2f} | {'' if scpu is None else f'{scpu:.2f}'} | "
+                     f"{', '.join(format(r['wall_s'], '.0f') for r in rows)} |")
+    if "r_server_box" in t:
+        lines += ["", f"One server on a {t['cores']}-core box of its own: {t['cores']} / {t['server_cpu_per_turn'] * 1000:.2f} ms "
+                  f"= **{t['r_server_box']:.0f} turns/s**; the client (`iba index`: chunking, HTTP) on this box: "
+                  f"{t['cores']} / {t['client_cpu_per_turn'] * 1000:.2f} ms = **{t['r_client_box']:.0f} turns/s**. "
+                  "(CPU-bound work: a server's CPU seconds per turn, spread over its box's cores; servers sharing "
+                  "this box's 2 cores cannot show it in wall time.)"]
+    lines += ["", f"**Harness** (the runner on the sample's instances x trials against `bench/stub_server.py`, judges none; "
+              "CPU per instance of the run's process, less a 2-instance run's)", "",
+              "| agent | concurrency | instances/s (ideal C / (calls x L)) | harness CPU ms/instance | items | runs (s) | load |",
+              "|---|---|---|---|---|---|---|"]
+    for agent, (spec, _calls) in AGENTS.items():
+        for c, v in sorted(t.get(f"harness_{agent}", {}).items()):
+            lines.append(f"| `{spec}` | {c} | **{v['rate']:.1f}** ({v['ideal']:.1f}) | **{v['cpu_ms']:.1f}** | {v['items']} | "
+                         f"{', '.join(map(str, v['walls']))} | {v['load']:.1f} |")
+    proj = projection(t) if t.get("r_inproc") else []
+    if proj:
+        lines += ["", "**Projected full run** (6,962 instances): T = turns / R_index + instances x max(calls x L / C, "
+                  "c_harness / cores), with L = 0.5 s per model call at C = 128 calls in flight per box (a hosted model's "
+                  "figures replace these), R_index = min(N x server box rate, client box rate) with N embedding servers, "
+                  "K x in-process rate on a Ray cluster of K boxes (`iba index --executor ray`)", "",
+                  "| agent | setting | indexing (h) | run (h) | total (h) | run bound by |", "|---|---|---|---|---|---|"]
+        for r in proj:
+            lines.append(f"| `{r['agent']}` | {r['setting']} | {r['t_index_h']:.2f} | {r['t_run_h']:.2f} | "
+                         f"**{r['t_total_h']:.2f}** | {r['bound']} |")
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def write(results: dict[str, Any]) -> None:
+    text = BENCHMARKS.read_text()
+    block = render(results)
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    fd, tmp = tempfile.mkstemp(dir=BENCHMARKS.parent, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, BENCHMARKS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    if a.harness_child:
+        return harness_child(a.harness_child)
+    a.work.mkdir(parents=True, exist_ok=True)
+    results = load_results()
+    if a.fresh:
+        results["steps"] = {k: v for k, v in results.get("steps", {}).items() if k.split("/", 1)[0] not in a.only}
+    settings = {"users": a.users, "seed": a.seed, "trials": a.trials, "latency": a.latency, "dataset": str(a.dataset)}
+    if results.get("settings") not in (None, settings) and not a.fresh:
+        log(f"the stored figures were measured with {results['settings']}; these options differ: rerun with --fresh")
+        return 2
+    results["settings"] = settings
+    results.update(seed=a.seed, repeats=a.repeats, cores=len(os.sched_getaffinity(0)))
+    if "sample" not in results or a.fresh:
+        log("reading the sample")
+        results["sample"] = sample(a)
+        save(results)
+    a.info = results["sample"]
+    stub = None
+    if "harness" in a.only:
+        if not (a.work / "cache-inproc" / "index").is_dir():
+            log("the harness reads the in-process index of the sample: indexing it first")
+            results.setdefault("steps", {})["index/inproc/r-harness"] = index_step(a, a.info, 0)
+            del results["steps"]["index/inproc/r-harness"]  # only its cache is needed here
+        sys.path.insert(0, str(ROOT / "bench"))
+        from stub_server import StubServer
+
+        stub = StubServer(a.latency).__enter__()
+        a.url = stub.url
+    try:
+        run_plan(a, results)
+    finally:
+        if stub is not None:
+            stub.__exit__(None, None, None)
+    save(results)
+    if not a.no_write and results.get("steps"):
+        write(results)
+    print(render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
