@@ -100,22 +100,27 @@ def llama_server_process(gguf: Path, log_dir: Path) -> Iterator[tuple[subprocess
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer within {SERVER_START_TIMEOUT_S}s:\n{log_path.read_text()[-2000:]}")
-            time.sleep(0.3)
+        wait_until_serving(proc, base_url, log_path, "llama_cpp.server")
         yield proc, base_url
     finally:
         stop_process(proc)
+
+
+def wait_until_serving(proc: subprocess.Popen, base_url: str, log_path: Path, what: str) -> None:
+    """Until GET base_url/models answers 200; fails the test with the server's log if it exits or is slow."""
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"{what} exited with {proc.returncode}:\n{log_path.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{base_url}/models", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not answer within {SERVER_START_TIMEOUT_S}s:\n{log_path.read_text()[-2000:]}")
+        time.sleep(0.3)
 
 
 @pytest.fixture(scope="session")
@@ -141,20 +146,7 @@ def embeddings_server_process(log_dir: Path, *args: str) -> Iterator[tuple[subpr
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"iba serve-embeddings exited with {proc.returncode}:\n{log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"iba serve-embeddings did not answer within {SERVER_START_TIMEOUT_S}s:\n"
-                            f"{log_path.read_text()[-2000:]}")
-            time.sleep(0.2)
+        wait_until_serving(proc, base_url, log_path, "iba serve-embeddings")
         yield proc, base_url
     finally:
         stop_process(proc)
