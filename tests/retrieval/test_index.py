@@ -55,6 +55,22 @@ def test_key_depends_on_content_embedder_and_chunking(tmp_path):
     assert k != history_key(edited, "minilm", "token", 256, 50)
 
 
+def test_remembered_keys_are_the_content_keys():
+    """Keys are remembered per sequence of turn objects (a copy of the list shares them): the same key
+    as hashing the content, and an edited turn (a new object) is hashed again."""
+    from iba.retrieval import index as index_mod
+
+    clear_memory_cache()
+    h = make_history(TEXTS)
+    k = history_key(h, "minilm", "token", 256, 50)
+    assert history_key(list(h), "minilm", "token", 256, 50) == k == index_mod._content_key(h, "minilm", "token", 256, 50)
+    assert len(index_mod._key_memo) == 1  # the copy was a memo hit
+    edited = list(h)
+    edited[3] = edited[3].model_copy(update={"text": "changed"})
+    assert history_key(edited, "minilm", "token", 256, 50) == index_mod._content_key(edited, "minilm", "token", 256, 50) != k
+    assert history_key(h[:-1], "minilm", "token", 256, 50) != k
+
+
 def test_corrupt_entry_is_rebuilt(tmp_path):
     history = make_history(TEXTS)
     emb = HashEmbedder()

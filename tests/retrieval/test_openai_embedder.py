@@ -208,7 +208,9 @@ def test_a_down_replica_is_failed_over(embeddings_server, minilm):
     emb = _embedder(["http://127.0.0.1:9/v1", embeddings_server])
     got = emb.encode(TEXTS[:3])
     assert float((got * minilm.encode(TEXTS[:3])).sum(1).min()) > 0.99999
-    assert emb.endpoints.is_down("http://127.0.0.1:9/v1")
+    dead, alive = emb.endpoints.endpoints
+    # moved off the dead one (its down period may be over by now on a busy machine: count, not clock)
+    assert dead.failed >= 1 and dead.ok == 0 and alive.ok >= 1
     emb.close()
 
 

@@ -39,9 +39,29 @@ HYBRID_DEPTH = 50  # candidates per ranking fed to reciprocal rank fusion
 
 _lru: OrderedDict[str, HistoryIndex] = OrderedDict()
 _lru_lock = threading.Lock()
+KEY_MEMO = 16  # histories whose cache keys are remembered (history_key)
+_key_memo: OrderedDict[tuple, tuple[str, list[Turn]]] = OrderedDict()
 
 
 def history_key(history: Sequence[Turn], embedder_name: str, unit: Unit, size: int, overlap: int) -> str:
+    """The index cache's key. Hashing a 5,000-turn history's text costs ~10 ms, which every agent step of
+    every task would pay again, so keys are remembered per sequence of Turn objects: parsed turns are
+    shared and read-only (Dataset.history), and the memo holds them, so their ids stay theirs."""
+    memo_key = (tuple(map(id, history)), embedder_name, unit, size, overlap)
+    with _lru_lock:
+        hit = _key_memo.get(memo_key)
+        if hit is not None:
+            _key_memo.move_to_end(memo_key)
+            return hit[0]
+    key = _content_key(history, embedder_name, unit, size, overlap)
+    with _lru_lock:
+        _key_memo[memo_key] = (key, list(history))
+        while len(_key_memo) > KEY_MEMO:
+            _key_memo.popitem(last=False)
+    return key
+
+
+def _content_key(history: Sequence[Turn], embedder_name: str, unit: Unit, size: int, overlap: int) -> str:
     content = [[t.id, t.session_id, t.timestamp, t.role, t.text] for t in history]
     key = {"format": FORMAT, "history": content, "embedder": embedder_name, "unit": unit, "size": size, "overlap": overlap}
     if unit in ("turn", "mixed"):
@@ -273,3 +293,4 @@ def _file_lock(path: Path) -> Iterator[None]:
 def clear_memory_cache() -> None:
     with _lru_lock:
         _lru.clear()
+        _key_memo.clear()
