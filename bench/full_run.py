@@ -13,10 +13,13 @@ their own progress bars):
            `iba index --embedder openai:minilm`. Per run: wall, turns/s, and the CPU seconds of the client
            (`iba index`) and of the servers (/proc), from which the throughput of one server on a box of
            its own and of one client box are projected (CPU-bound work; the formula is in the output).
-  harness  the runner (`iba run`'s code, scoring included, judges none) on that sample's instances x
-           --trials, against bench/stub_server.py (--latency seconds per call) at concurrency 8, 32 and
-           128, for `rag` and the 3-call iba; per run: wall, instances/s beside the ideal C / (calls x
-           latency), and the CPU of the run's process per instance, less that of a 2-instance run.
+  harness  the runner (`iba run`'s code, scoring included, judges none) on that sample's instances,
+           against bench/stub_server.py (--latency seconds per call), for `direct` (the harness alone: no
+           retrieval), `rag` and the 3-call iba. CPU per instance: each instance once (a user's history
+           parse and index load spread over its tasks, as in a full run), the run process's CPU less its
+           one-off parse of the whole answer key (process start, model and taxonomy loads are outside
+           the measure). Throughput: x --trials at concurrency 8, 32 and 128, instances/s beside the ideal
+           C / (calls x latency).
   project  the formula, its measured terms and the projected wall time for this box alone, this box +
            N embedding servers, and a Ray cluster of K boxes.
 
@@ -46,7 +49,10 @@ RESULTS = ROOT / "bench" / "results" / "full_run.json"
 BENCHMARKS = ROOT / "bench" / "BENCHMARKS.md"
 BEGIN, END = "<!-- full-run:begin (bench/full_run.py rewrites this block) -->", "<!-- full-run:end -->"
 IBA = [sys.executable, "-m", "iba.cli"]
-AGENTS = {"rag": ("rag", 1), "iba3": ("iba?expansion=template&reranker=rules&compact=none", 3)}
+# the pure harness (no retrieval: the runner, HTTP, store, scoring), rag, and the 3-call model-free iba
+AGENTS = {"direct": ("direct?max_history_tokens=200", 1), "rag": ("rag", 1),
+          "iba3": ("iba?expansion=template&reranker=rules&compact=none", 3)}
+PROJECTED = ("rag", "iba3")
 SERVERS = (1, 2, 4)
 CONCURRENCY = (8, 32, 128)
 SECTIONS = ("index", "harness", "project")
@@ -67,6 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--trials", type=int, default=4, help="harness: trials per instance, for enough items in flight (default 4)")
     p.add_argument("--latency", type=float, default=0.5, help="harness: stub seconds per model call (default 0.5)")
     p.add_argument("--fresh", action="store_true", help="forget stored figures of the chosen sections and measure again")
+    p.add_argument("--results", type=Path, default=RESULTS, help="the figures, the resume point (default: bench/results/full_run.json)")
     p.add_argument("--no-write", action="store_true", help="do not touch BENCHMARKS.md")
     p.add_argument("--harness-child", default=None, help=argparse.SUPPRESS)  # internal: one harness run
     a = p.parse_args(argv)
@@ -85,15 +92,16 @@ def log(msg: str) -> None:
     print(f"[full-run {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def load_results() -> dict[str, Any]:
-    return json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+def load_results(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def save(results: dict[str, Any]) -> None:
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    tmp = RESULTS.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, RESULTS)
+    path = Path(results["_path"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({k: v for k, v in results.items() if k != "_path"}, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
 
 
 def load_note() -> dict[str, Any]:
@@ -224,43 +232,58 @@ def index_step(a: argparse.Namespace, info: dict[str, Any], servers: int) -> dic
 
 
 def harness_child(spec_json: str) -> int:
-    """One harness run in this (child) process: the runner as `iba run` drives it, on given instance ids."""
+    """One harness run in this (child) process: the runner as `iba run` drives it, on given instance ids.
+    Prints its CPU seconds (every thread) for the run alone, and for the answer key's parse within it."""
     import asyncio
 
     from iba.dataset import Dataset
     from iba.llm import resolve_backend
+    from iba.retrieval.embed import get_embedder
     from iba.run.runner import RunConfig, run_dataset
     from iba.run.store import Store
+    from iba.taxonomy import scenario_api
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
 
     spec = json.loads(spec_json)
+    ds = Dataset(spec["dataset"])
+    # once per process, outside the measure: the query embedder's weights, the taxonomy, the instances
+    get_embedder("minilm").encode(["warm up"])
+    scenario_api("food_ordering")
+    ds.instances  # noqa: B018
+    c0 = cpu()
+    ds.answer_keys()  # the run parses the whole key once: a fixed cost, spread over 6,962 in a full run
+    keys_cpu = cpu() - c0
     backend = resolve_backend("openai:stub", base_url=spec["url"], use_cache=False,
                               max_in_flight_per_endpoint=spec["concurrency"])
     cfg = RunConfig(agents=[spec["agent"]], run="harness", trials=spec["trials"], concurrency=spec["concurrency"],
                     instance_ids=spec["ids"], cache_dir=Path(spec["cache"]), score=True, progress=True)
     Path(spec["store"]).unlink(missing_ok=True)
     with Store(Path(spec["store"])) as store:
-        s = asyncio.run(run_dataset(Dataset(spec["dataset"]), backend, store, cfg))
+        c0, t0 = cpu(), time.perf_counter()
+        s = asyncio.run(run_dataset(ds, backend, store, cfg))
+        run_cpu, wall = cpu() - c0, time.perf_counter() - t0
     print(json.dumps({"planned": s.planned, "ok": s.ok, "failed": s.failed, "errored": s.errored,
-                      "calls": s.usage.llm_calls, "errors": s.errors[:3]}))
+                      "calls": s.usage.llm_calls, "errors": s.errors[:3], "run_cpu_s": run_cpu,
+                      "keys_cpu_s": keys_cpu, "run_wall_s": wall}))
     return 0
 
 
-def harness_step(a: argparse.Namespace, info: dict[str, Any], agent: str, concurrency: int, ids: list[str],
-                 url: str, trials: int) -> dict[str, Any]:
+def harness_step(a: argparse.Namespace, agent: str, concurrency: int, ids: list[str], url: str,
+                 trials: int) -> dict[str, Any]:
     spec, calls = AGENTS[agent]
     child = {"url": url, "agent": spec, "concurrency": concurrency, "trials": trials, "ids": ids,
              "cache": str(a.work / "cache-inproc"), "store": str(a.work / "harness.sqlite"), "dataset": str(a.dataset)}
-    cpu0 = children_cpu()
-    t0 = time.perf_counter()
     r = subprocess.run([sys.executable, __file__, "--harness-child", json.dumps(child)], check=True,
                        stdout=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - t0
-    cpu = children_cpu() - cpu0
     out = json.loads(r.stdout.strip().splitlines()[-1])
     if out["ok"] != out["planned"]:
         raise RuntimeError(f"harness run {agent} C={concurrency}: not every item ok: {out}")
-    return {"wall_s": wall, "cpu_s": cpu, "items": out["planned"], "calls": out["calls"], "agent": spec,
-            "calls_per_item": calls, "concurrency": concurrency, "latency_s": a.latency, **load_note()}
+    return {"wall_s": out["run_wall_s"], "cpu_s": out["run_cpu_s"] - out["keys_cpu_s"], "keys_cpu_s": out["keys_cpu_s"],
+            "items": out["planned"], "calls": out["calls"], "agent": spec, "calls_per_item": calls,
+            "concurrency": concurrency, "trials": trials, "latency_s": a.latency, **load_note()}
 
 
 # --------------------------------------------------------------------------- the plan, resumable
@@ -279,15 +302,16 @@ def plan(a: argparse.Namespace) -> list[tuple[str, str, Callable[..., dict[str, 
     if "harness" in a.only:
         ids = info["instance_ids"]
         for agent, (_spec, calls) in AGENTS.items():
+            cpu_guess = {"direct": 0.03, "rag": 0.05, "iba3": 0.5}[agent]
             for r in range(a.repeats):
-                # the fixed cost (imports, dataset, first index loads) from a 2-item run
-                steps.append(("harness", f"harness/{agent}/small/r{r}",
-                              lambda agent=agent: harness_step(a, info, agent, 8, ids[:2], a.url, 1), 20))
+                steps.append(("harness", f"harness/{agent}/t1/r{r}",
+                              lambda agent=agent: harness_step(a, agent, 32, ids, a.url, 1),
+                              20 + len(ids) * (cpu_guess + calls * a.latency / 32)))
                 for c in CONCURRENCY:
                     n = len(ids) * a.trials
-                    est = 15 + n * calls * a.latency / c + n * 0.05 * calls
+                    est = 20 + n * calls * a.latency / c + n * cpu_guess
                     steps.append(("harness", f"harness/{agent}/c{c}/r{r}",
-                                  lambda agent=agent, c=c: harness_step(a, info, agent, c, ids, a.url, a.trials), est))
+                                  lambda agent=agent, c=c: harness_step(a, agent, c, ids, a.url, a.trials), est))
     return steps
 
 
@@ -345,20 +369,25 @@ def terms(results: dict[str, Any]) -> dict[str, Any]:
         t["r_server_box"] = cores / t["server_cpu_per_turn"]  # one server owning a box of `cores` cores
         t["r_client_box"] = cores / t["client_cpu_per_turn"]  # the client (chunking, HTTP) on this box
     for agent in AGENTS:
-        small = median_of(results, f"harness/{agent}/small", "cpu_s")
+        entry: dict[str, Any] = {}
+        once = median_of(results, f"harness/{agent}/t1", lambda r: r["cpu_s"] / r["items"])
+        if once is not None:
+            entry["cpu_ms"] = once * 1000  # CPU per instance, each instance once (a full run's amortisation)
         per = {}
         for c in CONCURRENCY:
             rows = [v for k, v in results.get("steps", {}).items() if k.rsplit("/", 1)[0] == f"harness/{agent}/c{c}"]
-            if rows and small is not None:
+            if rows:
                 per[c] = {
-                    "cpu_ms": statistics.median((r["cpu_s"] - small) / max(1, r["items"] - 2) * 1000 for r in rows),
+                    "cpu_ms": statistics.median(r["cpu_s"] / r["items"] * 1000 for r in rows),
                     "rate": statistics.median(r["items"] / r["wall_s"] for r in rows),
                     "ideal": c / (AGENTS[agent][1] * rows[0]["latency_s"]),
                     "items": rows[0]["items"], "latency_s": rows[0]["latency_s"],
                     "walls": [round(r["wall_s"], 1) for r in rows], "load": max(r["load1"] for r in rows),
                 }
         if per:
-            t[f"harness_{agent}"] = per
+            entry["by_concurrency"] = per
+        if entry:
+            t[f"harness_{agent}"] = entry
     return t
 
 
@@ -369,9 +398,10 @@ def projection(t: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     turns, n, cores = t["full_turns"], t["full_instances"], t["cores"]
     latency, conc = 0.5, 128
-    for agent, (spec, calls) in AGENTS.items():
-        h = t.get(f"harness_{agent}", {})
-        c_harness = statistics.median(v["cpu_ms"] for v in h.values()) / 1000 if h else None
+    for agent in PROJECTED:
+        spec, calls = AGENTS[agent]
+        ms = t.get(f"harness_{agent}", {}).get("cpu_ms")
+        c_harness = ms / 1000 if ms is not None else None
         settings: list[tuple[str, float | None, int]] = [("this box alone (in-process MiniLM)", t.get("r_inproc"), 1)]
         if "r_server_box" in t:
             for s in SERVERS:
@@ -421,14 +451,21 @@ def render(results: dict[str, Any]) -> str:
                   f"{t['cores']} / {t['client_cpu_per_turn'] * 1000:.2f} ms = **{t['r_client_box']:.0f} turns/s**. "
                   "(CPU-bound work: a server's CPU seconds per turn, spread over its box's cores; servers sharing "
                   "this box's 2 cores cannot show it in wall time.)"]
-    lines += ["", f"**Harness** (the runner on the sample's instances x trials against `bench/stub_server.py`, judges none; "
-              "CPU per instance of the run's process, less a 2-instance run's)", "",
-              "| agent | concurrency | instances/s (ideal C / (calls x L)) | harness CPU ms/instance | items | runs (s) | load |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", f"**Harness** (the runner on the sample's instances against `bench/stub_server.py`, {results['settings']['latency']} s "
+              "a call, judges none: CPU of the run's process per instance, each instance once; throughput with "
+              f"x{results['settings']['trials']} trials)", "",
+              "| agent | CPU ms / instance | concurrency: instances/s (ideal C / (calls x L)) | runs (s) | load |",
+              "|---|---|---|---|---|"]
     for agent, (spec, _calls) in AGENTS.items():
-        for c, v in sorted(t.get(f"harness_{agent}", {}).items()):
-            lines.append(f"| `{spec}` | {c} | **{v['rate']:.1f}** ({v['ideal']:.1f}) | **{v['cpu_ms']:.1f}** | {v['items']} | "
-                         f"{', '.join(map(str, v['walls']))} | {v['load']:.1f} |")
+        h = t.get(f"harness_{agent}", {})
+        if not h:
+            continue
+        per = h.get("by_concurrency", {})
+        rates = "; ".join(f"{c}: **{v['rate']:.1f}** ({v['ideal']:.0f})" for c, v in sorted(per.items()))
+        walls = "; ".join(", ".join(map(str, v["walls"])) for _, v in sorted(per.items()))
+        load = max([v["load"] for v in per.values()] or [0.0])
+        cpu = f"**{h['cpu_ms']:.1f}**" if "cpu_ms" in h else ""
+        lines.append(f"| `{spec}` | {cpu} | {rates} | {walls} | {load:.1f} |")
     proj = projection(t) if t.get("r_inproc") else []
     if proj:
         lines += ["", "**Projected full run** (6,962 instances): T = turns / R_index + instances x max(calls x L / C, "
@@ -461,7 +498,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.harness_child:
         return harness_child(a.harness_child)
     a.work.mkdir(parents=True, exist_ok=True)
-    results = load_results()
+    results = load_results(a.results)
+    results["_path"] = str(a.results)
     if a.fresh:
         results["steps"] = {k: v for k, v in results.get("steps", {}).items() if k.split("/", 1)[0] not in a.only}
     settings = {"users": a.users, "seed": a.seed, "trials": a.trials, "latency": a.latency, "dataset": str(a.dataset)}
