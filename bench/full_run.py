@@ -37,7 +37,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
@@ -481,16 +480,10 @@ def render(results: dict[str, Any]) -> str:
 
 
 def write(results: dict[str, Any]) -> None:
-    text = BENCHMARKS.read_text()
-    block = render(results)
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    fd, tmp = tempfile.mkstemp(dir=BENCHMARKS.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, BENCHMARKS)
+    sys.path.insert(0, str(ROOT / "bench"))
+    from perf import replace_block
+
+    replace_block(BENCHMARKS, BEGIN, END, render(results), "## Time to a full result (issue 33)")
 
 
 def main(argv: list[str] | None = None) -> int:

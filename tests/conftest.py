@@ -96,12 +96,19 @@ def llama_server_process(gguf: Path, log_dir: Path) -> Iterator[tuple[subprocess
     ]  # fmt: skip
     # pydantic-settings reads every field from the environment; a stray API_KEY would lock us out.
     env = {k: v for k, v in os.environ.items() if k.upper() != "API_KEY"}
+    base_url = f"http://127.0.0.1:{port}/v1"
+    with serving(cmd, env, base_url, log_path, "llama_cpp.server") as proc:
+        yield proc, base_url
+
+
+@contextmanager
+def serving(cmd: list[str], env: dict[str, str], base_url: str, log_path: Path, what: str) -> Iterator[subprocess.Popen]:
+    """Run a server command (output to log_path) until the block ends, once it answers at base_url."""
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        wait_until_serving(proc, base_url, log_path, "llama_cpp.server")
-        yield proc, base_url
+        wait_until_serving(proc, base_url, log_path, what)
+        yield proc
     finally:
         stop_process(proc)
 
@@ -142,14 +149,9 @@ def embeddings_server_process(log_dir: Path, *args: str) -> Iterator[tuple[subpr
     log_path = log_dir / f"embeddings-{port}.log"
     cmd = [sys.executable, "-m", "iba.cli", "serve-embeddings", "--port", str(port), *args]
     env = {k: v for k, v in os.environ.items() if k != "IBA_SERVE_API_KEY"}
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        wait_until_serving(proc, base_url, log_path, "iba serve-embeddings")
+    with serving(cmd, env, base_url, log_path, "iba serve-embeddings") as proc:
         yield proc, base_url
-    finally:
-        stop_process(proc)
 
 
 @pytest.fixture(scope="session")
