@@ -16,9 +16,9 @@ their own progress bars):
   harness  the runner (`iba run`'s code, scoring included, judges none) on that sample's instances,
            against bench/stub_server.py (--latency seconds per call), for `direct` (the harness alone: no
            retrieval), `rag` and the 3-call iba. CPU per instance: each instance once (a user's history
-           parse and index load spread over its tasks, as in a full run), the run process's CPU less its
-           one-off parse of the whole answer key (process start, model and taxonomy loads are outside
-           the measure). Throughput: x --trials at concurrency 8, 32 and 128, instances/s beside the ideal
+           parse and index load spread over its tasks, as in a full run); the run's one-off parse of the
+           whole answer key, process start and the first run's lazy imports are fixed costs, measured
+           apart or outside the measure. Throughput: x --trials at concurrency 8, 32 and 128, instances/s beside the ideal
            C / (calls x latency).
   project  the formula, its measured terms and the projected wall time for this box alone, this box +
            N embedding servers, and a Ray cluster of K boxes.
@@ -52,6 +52,9 @@ IBA = [sys.executable, "-m", "iba.cli"]
 AGENTS = {"direct": ("direct?max_history_tokens=200", 1), "rag": ("rag", 1),
           "iba3": ("iba?expansion=template&reranker=rules&compact=none", 3)}
 PROJECTED = ("rag", "iba3")
+# the same agents with their query embeddings on an `iba serve-embeddings` (--embedder openai:minilm): the
+# run box's own CPU when an embedding service does the embedding
+VARIANTS = {"rag-svc": "rag", "iba3-svc": "iba3"}
 SERVERS = (1, 2, 4)
 CONCURRENCY = (8, 32, 128)
 SECTIONS = ("index", "harness", "project")
@@ -233,13 +236,8 @@ def index_step(a: argparse.Namespace, info: dict[str, Any], servers: int) -> dic
 def harness_child(spec_json: str) -> int:
     """One harness run in this (child) process: the runner as `iba run` drives it, on given instance ids.
     Prints its CPU seconds (every thread) for the run alone, and for the answer key's parse within it."""
-    import asyncio
-
     from iba.dataset import Dataset
-    from iba.llm import resolve_backend
     from iba.retrieval.embed import get_embedder
-    from iba.run.runner import RunConfig, run_dataset
-    from iba.run.store import Store
     from iba.taxonomy import scenario_api
 
     def cpu() -> float:
@@ -248,39 +246,76 @@ def harness_child(spec_json: str) -> int:
 
     spec = json.loads(spec_json)
     ds = Dataset(spec["dataset"])
-    # once per process, outside the measure: the query embedder's weights, the taxonomy, the instances
-    get_embedder("minilm").encode(["warm up"])
+    # once per process, outside the measure: the query embedder's weights, the taxonomy, the instances,
+    # the agent's modules, and a `direct` run of one instance of a user outside the sample (lazy imports
+    # of the HTTP client, the runner's and scorers' first calls, the store's schema; `direct` so that no
+    # history is embedded for it): process start is no per-instance cost
+    import bm25s  # noqa: F401 - imported by the first BM25 index (iba's hybrid search)
+
+    from iba.agents.base import AgentEnv
+    from iba.run.runner import make_agent
+
+    embedder = _embedder(spec)
+    get_embedder(embedder).encode(["warm up"])
     scenario_api("food_ordering")
-    ds.instances  # noqa: B018
+    make_agent(spec["agent"], AgentEnv(backend=None, cache_dir=Path(spec["cache"])), ())  # type: ignore[arg-type]
+    users = {t.user_id for t in ds.instances if t.instance_id in set(spec["ids"])}
+    other = next(t.instance_id for t in ds.instances if t.user_id not in users)
+    warm = dict(spec, agent=AGENTS["direct"][0], ids=[other], trials=1, store=spec["store"] + ".warm", concurrency=1)
+    _run_once(ds, warm, cpu)
     c0 = cpu()
-    ds.answer_keys()  # the run parses the whole key once: a fixed cost, spread over 6,962 in a full run
+    # a run parses the whole answer key once: a fixed cost (spread over 6,962 in a full run), timed here and
+    # handed to the run parsed, since its noise would swamp the per-instance figure of a small sample
+    keys = ds.answer_keys()
     keys_cpu = cpu() - c0
-    backend = resolve_backend("openai:stub", base_url=spec["url"], use_cache=False,
-                              max_in_flight_per_endpoint=spec["concurrency"])
-    cfg = RunConfig(agents=[spec["agent"]], run="harness", trials=spec["trials"], concurrency=spec["concurrency"],
-                    instance_ids=spec["ids"], cache_dir=Path(spec["cache"]), score=True, progress=True)
-    Path(spec["store"]).unlink(missing_ok=True)
-    with Store(Path(spec["store"])) as store:
-        c0, t0 = cpu(), time.perf_counter()
-        s = asyncio.run(run_dataset(ds, backend, store, cfg))
-        run_cpu, wall = cpu() - c0, time.perf_counter() - t0
+    ds.answer_keys = lambda: keys  # type: ignore[method-assign]
+    s, run_cpu, wall = _run_once(ds, spec, cpu)
     print(json.dumps({"planned": s.planned, "ok": s.ok, "failed": s.failed, "errored": s.errored,
                       "calls": s.usage.llm_calls, "errors": s.errors[:3], "run_cpu_s": run_cpu,
                       "keys_cpu_s": keys_cpu, "run_wall_s": wall}))
     return 0
 
 
-def harness_step(a: argparse.Namespace, agent: str, concurrency: int, ids: list[str], url: str,
+def _embedder(spec: dict[str, Any]) -> str:
+    from iba.retrieval.embed import EmbedderSpec
+
+    return EmbedderSpec("openai:minilm", base_url=[spec["embed_url"]]) if spec.get("embed_url") else "minilm"
+
+
+def _run_once(ds: Any, spec: dict[str, Any], cpu: Callable[[], float]) -> tuple[Any, float, float]:
+    """run_dataset over spec's instances into a fresh store: (summary, CPU seconds, wall seconds)."""
+    import asyncio
+
+    from iba.llm import resolve_backend
+    from iba.run.runner import RunConfig, run_dataset
+    from iba.run.store import Store
+
+    backend = resolve_backend("openai:stub", base_url=spec["url"], use_cache=False,
+                              max_in_flight_per_endpoint=spec["concurrency"])
+    cfg = RunConfig(agents=[spec["agent"]], run="harness", trials=spec["trials"], concurrency=spec["concurrency"],
+                    instance_ids=spec["ids"], cache_dir=Path(spec["cache"]), score=True, embedder=_embedder(spec),
+                    progress=len(spec["ids"]) > 1)
+    Path(spec["store"]).unlink(missing_ok=True)
+    with Store(Path(spec["store"])) as store:
+        c0, t0 = cpu(), time.perf_counter()
+        s = asyncio.run(run_dataset(ds, backend, store, cfg))
+        return s, cpu() - c0, time.perf_counter() - t0
+
+
+def harness_step(a: argparse.Namespace, name: str, concurrency: int, ids: list[str], url: str,
                  trials: int) -> dict[str, Any]:
-    spec, calls = AGENTS[agent]
+    spec, calls = AGENTS[VARIANTS.get(name, name)]
+    service = name in VARIANTS
     child = {"url": url, "agent": spec, "concurrency": concurrency, "trials": trials, "ids": ids,
-             "cache": str(a.work / "cache-inproc"), "store": str(a.work / "harness.sqlite"), "dataset": str(a.dataset)}
+             "cache": str(a.work / ("cache-servers-1" if service else "cache-inproc")),
+             "embed_url": a.embed_url if service else None,
+             "store": str(a.work / "harness.sqlite"), "dataset": str(a.dataset)}
     r = subprocess.run([sys.executable, __file__, "--harness-child", json.dumps(child)], check=True,
                        stdout=subprocess.PIPE, text=True)
     out = json.loads(r.stdout.strip().splitlines()[-1])
     if out["ok"] != out["planned"]:
-        raise RuntimeError(f"harness run {agent} C={concurrency}: not every item ok: {out}")
-    return {"wall_s": out["run_wall_s"], "cpu_s": out["run_cpu_s"] - out["keys_cpu_s"], "keys_cpu_s": out["keys_cpu_s"],
+        raise RuntimeError(f"harness run {name} C={concurrency}: not every item ok: {out}")
+    return {"wall_s": out["run_wall_s"], "cpu_s": out["run_cpu_s"], "keys_cpu_s": out["keys_cpu_s"],
             "items": out["planned"], "calls": out["calls"], "agent": spec, "calls_per_item": calls,
             "concurrency": concurrency, "trials": trials, "latency_s": a.latency, **load_note()}
 
@@ -300,6 +335,10 @@ def plan(a: argparse.Namespace) -> list[tuple[str, str, Callable[..., dict[str, 
                 steps.append(("index", f"index/servers-{n}/r{r}", lambda n=n: index_step(a, info, n), turns / 80 + 25))
     if "harness" in a.only:
         ids = info["instance_ids"]
+        for name, agent in VARIANTS.items():
+            for r in range(a.repeats):
+                steps.append(("harness", f"harness/{name}/t1/r{r}",
+                              lambda name=name: harness_step(a, name, 32, ids, a.url, 1), 20 + len(ids) * 0.3))
         for agent, (_spec, calls) in AGENTS.items():
             cpu_guess = {"direct": 0.03, "rag": 0.05, "iba3": 0.5}[agent]
             for r in range(a.repeats):
@@ -330,11 +369,9 @@ def run_plan(a: argparse.Namespace, results: dict[str, Any]) -> None:
         results.setdefault("steps", {})[step_id] = res
         save(results)
         log(f"step {i}/{total} {step_id}: {took:.0f} s; {json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in res.items() if k != 'command'})}")
-        remaining = max(0.0, remaining - est)
-        # re-estimate the rest by how this step's time compared with its estimate
-        elapsed = time.monotonic() - t_start
-        planned = sum(s[3] for s in steps[:i])
-        remaining *= max(0.5, min(3.0, elapsed / max(1.0, planned)))
+        # the rest's estimates, scaled by how the steps so far compared with theirs (a loaded machine)
+        ratio = (time.monotonic() - t_start) / max(1.0, sum(s[3] for s in steps[:i]))
+        remaining = sum(s[3] for s in steps[i:]) * max(0.5, min(10.0, ratio))
 
 
 # --------------------------------------------------------------------------- the projection
@@ -352,10 +389,13 @@ def terms(results: dict[str, Any]) -> dict[str, Any]:
     info = results["sample"]
     cores = results.get("cores", 2)
     t: dict[str, Any] = {"full_turns": info["full_turns"], "full_instances": info["full_instances"], "cores": cores}
-    inproc = median_of(results, "index/inproc", "turns_per_s")
+    inproc = median_of(results, "index/inproc", lambda r: r["client_cpu_s"] / r["turns"])
     if inproc:
-        t["r_inproc"] = inproc  # turns/s, `iba index` with the in-process MiniLM, this box
-        t["inproc_cpu_per_turn"] = median_of(results, "index/inproc", lambda r: r["client_cpu_s"] / r["turns"])
+        # turns/s of `iba index` with the in-process MiniLM on this box, from its CPU seconds per turn: the
+        # work is CPU-bound, and on a shared box the wall time says more about the neighbours
+        t["inproc_cpu_per_turn"] = inproc
+        t["r_inproc"] = cores / inproc
+        t["r_inproc_wall"] = median_of(results, "index/inproc", "turns_per_s")
     for n in SERVERS:
         rate = median_of(results, f"index/servers-{n}", "turns_per_s")
         if rate:
@@ -367,7 +407,7 @@ def terms(results: dict[str, Any]) -> dict[str, Any]:
         t["client_cpu_per_turn"] = statistics.median(r["client_cpu_s"] / r["turns"] for r in one)
         t["r_server_box"] = cores / t["server_cpu_per_turn"]  # one server owning a box of `cores` cores
         t["r_client_box"] = cores / t["client_cpu_per_turn"]  # the client (chunking, HTTP) on this box
-    for agent in AGENTS:
+    for agent in [*AGENTS, *VARIANTS]:
         entry: dict[str, Any] = {}
         once = median_of(results, f"harness/{agent}/t1", lambda r: r["cpu_s"] / r["items"])
         if once is not None:
@@ -379,7 +419,7 @@ def terms(results: dict[str, Any]) -> dict[str, Any]:
                 per[c] = {
                     "cpu_ms": statistics.median(r["cpu_s"] / r["items"] * 1000 for r in rows),
                     "rate": statistics.median(r["items"] / r["wall_s"] for r in rows),
-                    "ideal": c / (AGENTS[agent][1] * rows[0]["latency_s"]),
+                    "ideal": c / (AGENTS[VARIANTS.get(agent, agent)][1] * rows[0]["latency_s"]),
                     "items": rows[0]["items"], "latency_s": rows[0]["latency_s"],
                     "walls": [round(r["wall_s"], 1) for r in rows], "load": max(r["load1"] for r in rows),
                 }
@@ -393,31 +433,39 @@ def terms(results: dict[str, Any]) -> dict[str, Any]:
 def projection(t: dict[str, Any]) -> list[dict[str, Any]]:
     """Projected wall time of the full benchmark: T = T_index + T_run, with
          T_index = turns / R_index
-         T_run   = instances x max(calls x L / C, c_harness / cores_running)."""
+         T_run   = instances x max(calls x L / (C x boxes), c_agent / (cores x boxes))
+    where c_agent is the run box's CPU per instance: with the query embeddings in process, or on the
+    embedding servers when there are some (the -svc harness rows)."""
     rows = []
     turns, n, cores = t["full_turns"], t["full_instances"], t["cores"]
     latency, conc = 0.5, 128
+
+    def cpu(name: str) -> float | None:
+        ms = t.get(f"harness_{name}", {}).get("cpu_ms")
+        return ms / 1000 if ms is not None else None
+
     for agent in PROJECTED:
         spec, calls = AGENTS[agent]
-        ms = t.get(f"harness_{agent}", {}).get("cpu_ms")
-        c_harness = ms / 1000 if ms is not None else None
-        settings: list[tuple[str, float | None, int]] = [("this box alone (in-process MiniLM)", t.get("r_inproc"), 1)]
+        service = next((v for v, base in VARIANTS.items() if base == agent), agent)
+        settings: list[tuple[str, float | None, int, float | None]] = [
+            ("this box alone (`iba index`, in-process MiniLM)", t.get("r_inproc"), 1, cpu(agent))]
         if "r_server_box" in t:
             for s in SERVERS:
                 rate = min(s * t["r_server_box"], t["r_client_box"])
-                settings.append((f"this box + {s} embedding server box(es)", rate, 1))
+                settings.append((f"this box + {s} embedding server box{'es' if s > 1 else ''}", rate, 1, cpu(service)))
         if t.get("r_inproc"):
             for k in (2, 4, 8):
-                settings.append((f"Ray cluster of {k} boxes (each indexing in process)", k * t["r_inproc"], k))
-        for label, r_index, boxes in settings:
+                settings.append((f"Ray cluster of {k} boxes (each indexing in process)", k * t["r_inproc"], k, cpu(agent)))
+        for label, r_index, boxes, c_agent in settings:
             if not r_index:
                 continue
             t_index = turns / r_index
             t_model = n * calls * latency / (conc * boxes)
-            t_cpu = n * c_harness / (cores * boxes) if c_harness is not None else None
+            t_cpu = n * c_agent / (cores * boxes) if c_agent is not None else None
             t_run = max(t_model, t_cpu or 0.0)
             rows.append({"agent": spec, "setting": label, "t_index_h": t_index / 3600, "t_run_h": t_run / 3600,
-                         "t_total_h": (t_index + t_run) / 3600, "bound": "harness CPU" if (t_cpu or 0) > t_model else "model"})
+                         "t_total_h": (t_index + t_run) / 3600,
+                         "bound": "the run box's CPU" if (t_cpu or 0) > t_model else "the model"})
     return rows
 
 
@@ -444,6 +492,9 @@ def render(results: dict[str, Any]) -> str:
         scpu = statistics.median(r["server_cpu_s"] / r["turns"] * 1000 for r in rows) if rows[0]["servers"] else None
         lines.append(f"| {label} | **{rate:.0f}** | {ccpu:.2f} | {'' if scpu is None else f'{scpu:.2f}'} | "
                      f"{', '.join(format(r['wall_s'], '.0f') for r in rows)} |")
+    if "r_inproc" in t:
+        lines += ["", f"In process on a {t['cores']}-core box: {t['cores']} / {t['inproc_cpu_per_turn'] * 1000:.2f} ms "
+                  f"= **{t['r_inproc']:.0f} turns/s**."]
     if "r_server_box" in t:
         lines += ["", f"One server on a {t['cores']}-core box of its own: {t['cores']} / {t['server_cpu_per_turn'] * 1000:.2f} ms "
                   f"= **{t['r_server_box']:.0f} turns/s**; the client (`iba index`: chunking, HTTP) on this box: "
@@ -455,7 +506,9 @@ def render(results: dict[str, Any]) -> str:
               f"x{results['settings']['trials']} trials)", "",
               "| agent | CPU ms / instance | concurrency: instances/s (ideal C / (calls x L)) | runs (s) | load |",
               "|---|---|---|---|---|"]
-    for agent, (spec, _calls) in AGENTS.items():
+    labels = {name: f"`{spec}`" for name, (spec, _calls) in AGENTS.items()}
+    labels.update({v: f"`{AGENTS[base][0]}`, its query embeddings on an `iba serve-embeddings`" for v, base in VARIANTS.items()})
+    for agent, label in labels.items():
         h = t.get(f"harness_{agent}", {})
         if not h:
             continue
@@ -464,13 +517,21 @@ def render(results: dict[str, Any]) -> str:
         walls = "; ".join(", ".join(map(str, v["walls"])) for _, v in sorted(per.items()))
         load = max([v["load"] for v in per.values()] or [0.0])
         cpu = f"**{h['cpu_ms']:.1f}**" if "cpu_ms" in h else ""
-        lines.append(f"| `{spec}` | {cpu} | {rates} | {walls} | {load:.1f} |")
+        lines.append(f"| {label} | {cpu} | {rates} | {walls} | {load:.1f} |")
     proj = projection(t) if t.get("r_inproc") else []
     if proj:
-        lines += ["", "**Projected full run** (6,962 instances): T = turns / R_index + instances x max(calls x L / C, "
-                  "c_harness / cores), with L = 0.5 s per model call at C = 128 calls in flight per box (a hosted model's "
-                  "figures replace these), R_index = min(N x server box rate, client box rate) with N embedding servers, "
-                  "K x in-process rate on a Ray cluster of K boxes (`iba index --executor ray`)", "",
+        direct = t.get("harness_direct", {}).get("cpu_ms")
+        driver = (f" A Ray driver stores and scores every record itself: at most {t['cores']} / {direct:.1f} ms = "
+                  f"{t['cores'] / direct * 1000:.0f} instances/s (the `direct` row, an upper bound of that work)."
+                  if direct else "")
+        lines += ["", f"**Projected full run** ({t['full_instances']:,} instances, {t['full_turns']:,} turns), from the CPU "
+                  "seconds per unit of work above (CPU-bound work; wall times on this shared box are longer): "
+                  "T = turns / R_index + instances x max(calls x L / C, c_agent / cores), with L = 0.5 s per model "
+                  "call and C = 128 calls in flight per box (a hosted model's figures replace these), c_agent the "
+                  "CPU per instance of the agent's row above (its -svc row where embedding servers take the "
+                  "query embeddings too), R_index = min(N x server box rate, client box rate) "
+                  "with N embedding servers, K x the in-process rate on a Ray cluster of K boxes (`iba index "
+                  f"--executor ray`).{driver}", "",
                   "| agent | setting | indexing (h) | run (h) | total (h) | run bound by |", "|---|---|---|---|---|---|"]
         for r in proj:
             lines.append(f"| `{r['agent']}` | {r['setting']} | {r['t_index_h']:.2f} | {r['t_run_h']:.2f} | "
@@ -506,22 +567,28 @@ def main(argv: list[str] | None = None) -> int:
         results["sample"] = sample(a)
         save(results)
     a.info = results["sample"]
-    stub = None
+    stub = embed_server = None
     if "harness" in a.only:
         if not (a.work / "cache-inproc" / "index").is_dir():
             log("the harness reads the in-process index of the sample: indexing it first")
-            results.setdefault("steps", {})["index/inproc/r-harness"] = index_step(a, a.info, 0)
-            del results["steps"]["index/inproc/r-harness"]  # only its cache is needed here
+            index_step(a, a.info, 0)  # only its cache is needed here
         sys.path.insert(0, str(ROOT / "bench"))
         from stub_server import StubServer
 
         stub = StubServer(a.latency).__enter__()
         a.url = stub.url
+        if not (a.work / "cache-servers-1" / "index").is_dir():
+            log("the -svc harness rows read the sample's index built through a server: indexing it first")
+            index_step(a, a.info, 1)
+        embed_server = Servers(1, len(os.sched_getaffinity(0)), a.work / "logs")
+        a.embed_url = embed_server.urls[0]
     try:
         run_plan(a, results)
     finally:
         if stub is not None:
             stub.__exit__(None, None, None)
+        if embed_server is not None:
+            embed_server.close()
     save(results)
     if not a.no_write and results.get("steps"):
         write(results)

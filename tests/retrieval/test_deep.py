@@ -180,6 +180,11 @@ def test_history_repeats_fold_in_with_dates():
     class Index:  # the members fold_history_repeats reads
         memo: dict = {}
 
+        def derived(self, name, build):
+            if name not in self.memo:
+                self.memo[name] = build()
+            return self.memo[name]
+
         def __len__(self):
             return len(chunks)
 

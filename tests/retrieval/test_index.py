@@ -176,3 +176,29 @@ def test_mixed_units_are_the_windows_plus_the_user_turns(tmp_path):
     assert mixed.key not in (windows.key, turns.key)
     hits = mixed.search(h[users[0]].text, 3, "dense")
     assert hits[0].chunk_id.startswith("u") and hits[0].turn_ids == [h[users[0]].id]
+
+
+def test_a_derived_view_is_built_once_when_asked_at_once(tmp_path):
+    """One user's tasks run at once ask for its BM25 index (and Deep Retrieval's views) together."""
+    import time
+
+    index = HistoryIndex.build(make_history(TEXTS), HashEmbedder(), tmp_path, unit="token", size=64, overlap=10)
+    built = []
+    start = threading.Barrier(8)
+
+    def build():
+        built.append(1)
+        time.sleep(0.05)  # long enough that, unlocked, every thread would be building at once
+        return object()
+
+    def ask():
+        start.wait()
+        index.derived("view", build)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(built) == 1 and index.derived("view", build) is index.memo["view"]
+    assert index.bm25 is index.bm25

@@ -258,10 +258,7 @@ class _SentenceIndex:
 
 
 def _sentence_index(index: HistoryIndex) -> _SentenceIndex:
-    found = index.memo.get("user_sentences")
-    if found is None:
-        found = index.memo["user_sentences"] = _SentenceIndex(index)
-    return found
+    return index.derived("user_sentences", lambda: _SentenceIndex(index))
 
 
 def fold_history_repeats(index: HistoryIndex, passages: Sequence[Passage], overlap: float = OVERLAP_DROP) -> list[Passage]:
@@ -315,11 +312,7 @@ def _fold_repeats(keeper: Passage, dup: Passage, overlap: float = OVERLAP_DROP) 
 
 def cue_chunks(index: HistoryIndex) -> list[int]:
     """Indices of the chunks in which the user's own words carry a Table 12 cue (cached on the index)."""
-    found = index.memo.get("cue_chunks")
-    if found is None:
-        found = [i for i, c in enumerate(index.chunks) if signal_type(c.text) != "none"]
-        index.memo["cue_chunks"] = found
-    return found
+    return index.derived("cue_chunks", lambda: [i for i, c in enumerate(index.chunks) if signal_type(c.text) != "none"])
 
 
 def cue_scan(index: HistoryIndex, queries: Sequence[str], k: int = CUE_SCAN_K) -> list[Passage]:
@@ -348,9 +341,7 @@ def scenario_contrast(index: HistoryIndex, passages: Sequence[Passage], scenario
     others = [s for s in dict.fromkeys(scenarios) if s != scenario]
     if len(others) < 2 or not passages:
         return None
-    pos = index.memo.get("chunk_pos")
-    if pos is None:
-        pos = index.memo["chunk_pos"] = {c.id: i for i, c in enumerate(index.chunks)}
+    pos = index.derived("chunk_pos", lambda: {c.id: i for i, c in enumerate(index.chunks)})
     sims = index.dense_scores([scenario, *others])[:, [pos[p.chunk_id] for p in passages]]
     return sims[0] - sims[1:].max(axis=0)
 
