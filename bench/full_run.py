@@ -412,6 +412,7 @@ def terms(results: dict[str, Any]) -> dict[str, Any]:
         once = median_of(results, f"harness/{agent}/t1", lambda r: r["cpu_s"] / r["items"])
         if once is not None:
             entry["cpu_ms"] = once * 1000  # CPU per instance, each instance once (a full run's amortisation)
+            entry["load"] = median_of(results, f"harness/{agent}/t1", "load1")
         per = {}
         for c in CONCURRENCY:
             rows = [v for k, v in results.get("steps", {}).items() if k.rsplit("/", 1)[0] == f"harness/{agent}/c{c}"]
@@ -482,7 +483,7 @@ def render(results: dict[str, Any]) -> str:
     lines += ["**Indexing** (`iba index --unit mixed`: 256-token windows + user turns)", "",
               "| configuration | turns/s (wall, this box) | client CPU ms/turn | server CPU ms/turn | runs (s) |", "|---|---|---|---|---|"]
     for label, prefix in [("in process, packaged MiniLM (onnx), 2 threads", "index/inproc")] + [
-            (f"{n} local `iba serve-embeddings` ({'1 thread' if n > 1 else '2 threads'} each), `--embedder openai:minilm`",
+            (f"{n} local `iba serve-embeddings` ({'2 threads' if n == 1 else '1 thread each'}), `--embedder openai:minilm`",
              f"index/servers-{n}") for n in SERVERS]:
         rows = [v for k, v in steps.items() if k.rsplit("/", 1)[0] == prefix]
         if not rows:
@@ -515,7 +516,7 @@ def render(results: dict[str, Any]) -> str:
         per = h.get("by_concurrency", {})
         rates = "; ".join(f"{c}: **{v['rate']:.1f}** ({v['ideal']:.0f})" for c, v in sorted(per.items()))
         walls = "; ".join(", ".join(map(str, v["walls"])) for _, v in sorted(per.items()))
-        load = max([v["load"] for v in per.values()] or [0.0])
+        load = max([v["load"] for v in per.values()] + [h.get("load", 0.0)])
         cpu = f"**{h['cpu_ms']:.1f}**" if "cpu_ms" in h else ""
         lines.append(f"| {label} | {cpu} | {rates} | {walls} | {load:.1f} |")
     proj = projection(t) if t.get("r_inproc") else []
