@@ -210,12 +210,26 @@ class PersonaStateSpan(Strict):
 
 
 class Persona(Strict):
+    """A user as agents may know them (personas.jsonl): B, T and R, what a user would tell an
+    assistant about themselves. The transient states E decide state-driven slots and checkpoints,
+    so they are answers: they live in the hidden persona_states.jsonl (PersonaStates), beside the
+    answer key. `states` holds them in memory on the builder's and the evaluator's side and is
+    never written (exclude=True); a personas.jsonl written before the split still loads with them."""
+
     id: str
     name: str
     background: dict[str, str]  # B: long-term attributes
     traits: list[str]  # T: long-term personality traits
-    states: list[PersonaStateSpan] = Field(default_factory=list)  # E: transient
+    states: list[PersonaStateSpan] = Field(default_factory=list, exclude=True)  # E: transient, evaluator-side
     role: str  # R: current professional/social role
+
+
+class PersonaStates(Strict):
+    """A persona's transient states E with their dates (persona_states.jsonl): evaluator-only,
+    hidden like the answer key."""
+
+    user_id: str
+    states: list[PersonaStateSpan]
 
 
 class TaskView(Strict):

@@ -271,7 +271,7 @@ def format_table2(stats: dict[str, Any]) -> str:
     if tells:
         flagged = [k for k, v in tells["auc"].items() if v > tells["limit"]]
         lines.append(
-            "tells (max(AUC, 1-AUC) of a feature separating evidence from other user turns; 0.5 = chance): "
+            "feature audit (max(AUC, 1-AUC) of a surface feature separating evidence from other user turns; 0.5 = chance): "
             + ", ".join(f"{k} {v:.3f}" for k, v in tells["auc"].items())
             + (f"; above {tells['limit']}: {', '.join(flagged)}" if flagged else f"; all <= {tells['limit']}")
         )
