@@ -297,7 +297,17 @@ class Dataset:
             turns.append(turn)
         return turns
 
+    def _no_key(self) -> None:
+        """A DatasetError saying what to do when the folder has no key: a public release (an export
+        with --hold-back, read back) keeps it elsewhere, and every command that scores takes it."""
+        if not self.held_back and not self.answer_key_path.exists():
+            raise DatasetError(
+                f"{self.answer_key_path}: no answer key: {self.name} is a public release whose key is held back "
+                "(or the file is gone); score with the key kept elsewhere: --answer-key PATH (its distractors.jsonl "
+                "and persona_states.jsonl beside it; inspect: -T answer_key=PATH)")
+
     def answer_keys(self) -> dict[str, AnswerKey]:
+        self._no_key()
         return {k.instance_id: k for k in self._unique("answer_key.jsonl", AnswerKey, "instance_id",
                                                        self.answer_key_path)}
 
@@ -305,6 +315,7 @@ class Dataset:
         """One instance's key, read from the file now and nothing else kept (a held-back key is
         opened only once an item's agents have finished, one item at a time). Only lines naming
         the id are parsed; a bad one is a DatasetError with file:line."""
+        self._no_key()
         needles = (instance_id, json.dumps(instance_id)[1:-1])
         found: tuple[int, AnswerKey] | None = None
         path = self.answer_key_path

@@ -358,6 +358,13 @@ class Manifest(Strict):
     counts: dict[str, int]
     params: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def generator_version(self) -> int | None:
+        """The construction's version (`params.generator_version`): figures measured on a build say
+        which one. None for imports (PrefEval) and builds older than the field."""
+        v = self.params.get("generator_version")
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
 
 # --------------------------------------------------------------------------- actions and runs
 

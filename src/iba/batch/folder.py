@@ -8,7 +8,7 @@ A call (custom_id) is
 - given up: MAX_ATTEMPTS failed results (5xx, 429, expired, cancelled): replayed as an error;
 - new: written into the next round.
 Every file is written atomically (a temporary file renamed into place): a killed command leaves
-the folder as it was before it.
+the folder as it was before it; and scrubbed of the configured secrets (llm.secrets), as the store is.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from iba.batch.lines import RequestLine, ResultLine
 from iba.dataset import atomic_write_text
+from iba.llm.secrets import redact_stored
 
 FORMAT = "iba-batch/1"
 MAX_ATTEMPTS = 3  # failed results (5xx, 429, expired) after which a call is given up as errored
@@ -161,7 +162,7 @@ class BatchFolder:
         round_dir = self.root / f"round-{number:04d}"
         for model_id, lines in new.items():
             text = "".join(line.model_dump_json() + "\n" for line in sorted(lines, key=lambda x: x.custom_id))
-            atomic_write_text(round_dir / f"{model_slug(model_id)}.requests.jsonl", text)
+            atomic_write_text(round_dir / f"{model_slug(model_id)}.requests.jsonl", redact_stored(text))
         meta = json.loads((self.root / "batch.json").read_text(encoding="utf-8"))
         models = meta.setdefault("models", {})
         for model_id in new:
@@ -184,7 +185,7 @@ class BatchFolder:
         while f"{n:04d}-{stem}.jsonl" in existing:
             n += 1
         path = self.root / "results" / f"{n:04d}-{stem}.jsonl"
-        atomic_write_text(path, "".join(x.model_dump_json(exclude_none=False) + "\n" for x in lines))
+        atomic_write_text(path, redact_stored("".join(x.model_dump_json(exclude_none=False) + "\n" for x in lines)))
         self.reload()
         return path
 

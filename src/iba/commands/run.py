@@ -76,7 +76,7 @@ def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", type=Path,
                    help="dataset directory (from `iba build` or `iba import`), a Hugging Face export of one "
-                   "(`iba export hf`), or a Hugging Face hub id (owner/name; downloaded, needs iba[hf])")
+                   "(`iba export hf`), or a Hugging Face hub id written hf:owner/name (downloaded, needs iba[hf])")
     p.add_argument("--answer-key", type=Path, default=None, metavar="PATH",
                    help="the answer key, kept outside the dataset folder (a public release with a hidden test "
                    "split); it is opened only to score an item whose agents have finished, one item at a time. "

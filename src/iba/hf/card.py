@@ -35,12 +35,6 @@ def _features(schema: Any) -> list[dict[str, Any]] | None:
     return Features.from_arrow_schema(schema)._to_yaml_list()
 
 
-def generator_version(manifest: Manifest) -> int | None:
-    """The construction's version (`params.generator_version`); None for imports and older builds."""
-    v = manifest.params.get("generator_version")
-    return v if isinstance(v, int) else None
-
-
 def _tell_audit(stats: dict[str, Any]) -> str:
     """The lexical tell audit (README's meaning of the name), or why it was not run."""
     audit = stats.get("tell_audit")
@@ -115,7 +109,7 @@ def dataset_card(manifest: Manifest, stats: dict[str, Any], written: list[dict[s
         **({"dataset_info": infos} if infos else {}),
         "iba": {
             "format": manifest.format, "name": manifest.name, "generator": manifest.generator,
-            "generator_version": generator_version(manifest),
+            "generator_version": manifest.generator_version,
             "writer": manifest.writer, "seed": manifest.seed, "taxonomy_version": manifest.taxonomy_version,
             "created_by": manifest.created_by, "exported_by": f"iba {__version__}", "held_back": held_back,
         },
@@ -123,7 +117,7 @@ def dataset_card(manifest: Manifest, stats: dict[str, Any], written: list[dict[s
     descriptions = {c.name: c.description for c in CONFIGS}
     rows = "\n".join(f"| `{w['name']}` | {w['rows']:,} | {descriptions[w['name']]} |" for w in written)
     held = "".join(f"\n| `{name}` | held back | {descriptions[name]} |" for name in held_back)
-    version = generator_version(manifest)
+    version = manifest.generator_version
     hidden_note = (
         "This release holds back " + ", ".join(f"`{h}`" for h in held_back) + ": score runs with the key kept "
         "elsewhere, `iba run THIS_FOLDER_OR_REPO --answer-key DIR/answer_key.jsonl`, where DIR holds the hidden "
