@@ -11,6 +11,16 @@ from iba.argtypes import positive_float, positive_int  # noqa: F401 - also impor
 from iba.llm import DEFAULT_MODEL
 
 
+# The one judge default of every command that judges (iba run, iba score, iba demo): the model that
+# acted judges its own text unless --judges names others. Said once, here, and shown by each --help.
+JUDGES_DEFAULT = "same"
+JUDGES_HELP = ("comma-separated judge model strings for Generate(text) checkpoints. 'same' (the default, in every "
+               "command that judges) = the model the run used (--model); 'best' = the strongest packaged model "
+               "installed (local:qwen2.5-coder-1.5b, else the 0.5B); 'none' = verifiers and slot matching only. No "
+               "small local model is a reliable judge (`iba judge-check`): judge on a real server for figures you "
+               "report")
+
+
 def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     """Options shared by every command that talks to a model."""
     p.add_argument(
@@ -96,9 +106,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="instances in flight at once (the embedded model serialises anyway; raise it for servers)")
     p.add_argument("--qa", action="store_true", help="also ask each instance's multiple-choice QA probes (knowledge-to-action gap)")
     p.add_argument("--qa-per-instance", type=positive_int, default=None, help="with --qa: at most N probes per instance")
-    p.add_argument("--judges", default="same",
-                   help="comma-separated judge model strings for Generate(text) checkpoints; 'same' = the run's "
-                   "model (default), 'none' = verifiers and slot matching only")
+    p.add_argument("--judges", default=JUDGES_DEFAULT, help=JUDGES_HELP)
     p.add_argument("--retry-errored", action="store_true",
                    help="run again the selected instances whose stored record is errored (e.g. after a timeout)")
     p.add_argument("--judge-repeats", type=positive_int, default=1, help="repeated judging per checkpoint (default: 1)")
@@ -123,19 +131,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "is then per worker")
 
 
+def resolve_judge_names(spec: str, run_model: str) -> list[str]:
+    """--judges as model strings: 'same' is `run_model`, 'best' the strongest installed packaged
+    model (ValueError when none is), 'none' nothing."""
+    from iba.llm.models import strongest_installed_judge
+
+    out = []
+    for name in filter(None, (s.strip() for s in spec.split(","))):
+        if name == "none":
+            continue
+        if name == "best":
+            best = strongest_installed_judge()
+            if best is None:
+                raise ValueError("argument --judges: 'best' names no model: no packaged judge model is installed "
+                                 "(`make install`); give --judges MODEL")
+            name = best
+        out.append(run_model if name == "same" else name)
+    return list(dict.fromkeys(out))
+
+
 def judge_backends(spec: str, run_backend, args) -> list:
     """Resolve --judges; the run's own backend object is reused rather than loaded twice."""
-    if spec == "none":
+    names = resolve_judge_names(spec, run_backend.model_id)
+    if not names:
         return []
     # with --judge-base-url even the run's own (server) model judges on those servers
     separate = bool(getattr(args, "judge_base_url", None)) and run_backend.model_id.startswith("openai:")
-    out = []
-    for name in filter(None, (s.strip() for s in spec.split(","))):
-        if name in ("same", run_backend.model_id) and not separate:
-            out.append(run_backend)
-        else:
-            out.append(backend_from_args(run_backend.model_id if name == "same" else name, args, judge=True))
-    return out
+    return [run_backend if name == run_backend.model_id and not separate else backend_from_args(name, args, judge=True)
+            for name in names]
 
 
 def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None) -> str | None:
