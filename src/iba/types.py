@@ -384,6 +384,9 @@ class TraceStep(Strict):
     reused_prompt_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    # the models that answered this step's calls from batch results (iba run --batch), as the results
+    # name them: a run's record says which model it asked (RunRecord.model), this which one answered
+    answered_by: list[str] | None = None
 
 
 class Action(Strict):

@@ -285,7 +285,7 @@ def test_the_same_agent_unsandboxed_finds_the_key_and_the_secret(tmp_path):
                           "--out", str(tmp_path / "report")], capture_output=True, text=True, timeout=300)
     assert rep.returncode == 0, rep.stderr
     table = (tmp_path / "report" / "table4.md").read_text()
-    assert f"{spec} (openai:none) [unsandboxed]" in table and f"{HONEST} (openai:none) |" in table
+    assert f"{spec} (own model) [unsandboxed]" in table and f"{HONEST} (own model) |" in table  # not the unused --model
     assert "ran UNSANDBOXED" in rep.stderr
 
 

@@ -51,7 +51,7 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
                    "0.5B model takes minutes on 2 cores); a call past it is errored, not retried, on local models")
 
 
-def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = False):
+def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = False, sends: bool = True):
     """The backend for `model` with the options of add_backend_arguments (servers, cache, call
     timeout, in-flight bounds); judge=True: a judge model, on --judge-base-url if given.
 
@@ -60,7 +60,7 @@ def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = Fal
     ValueError naming file:line."""
     from iba.llm import resolve_backend
 
-    return resolve_backend(model, **backend_options(args, judge=judge))
+    return resolve_backend(model, **backend_options(args, judge=judge), sends=sends)
 
 
 def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
@@ -150,15 +150,16 @@ def resolve_judge_names(spec: str, run_model: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def judge_backends(spec: str, run_backend, args) -> list:
+def judge_backends(spec: str, run_backend, args, *, sends: bool = True) -> list:
     """Resolve --judges; the run's own backend object is reused rather than loaded twice."""
     names = resolve_judge_names(spec, run_backend.model_id)
     if not names:
         return []
     # with --judge-base-url even the run's own (server) model judges on those servers
     separate = bool(getattr(args, "judge_base_url", None)) and run_backend.model_id.startswith("openai:")
-    return [run_backend if name == run_backend.model_id and not separate else backend_from_args(name, args, judge=True)
-            for name in names]
+    extra = {} if sends else {"sends": False}
+    return [run_backend if name == run_backend.model_id and not separate
+            else backend_from_args(name, args, judge=True, **extra) for name in names]
 
 
 def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None) -> str | None:
@@ -230,8 +231,10 @@ def main(args: argparse.Namespace) -> int:
         print("error: argument --batch: not with --executor ray (batch rounds replay in this process)", file=sys.stderr)
         return 2
     try:
-        backend = backend_from_args(args.model, args)
-        judges = judge_backends(args.judges, backend, args)
+        # --batch calls no model: a server backend is built for its name and token counts, no key needed
+        sends = {} if args.batch is None else {"sends": False}
+        backend = backend_from_args(args.model, args, **sends)
+        judges = judge_backends(args.judges, backend, args, **sends)
         folder = None
         if args.batch is not None:
             backend, judges, folder = batch_backends(args.batch, backend, judges)

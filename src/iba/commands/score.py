@@ -21,7 +21,8 @@ from iba.commands.run import JUDGES_DEFAULT, JUDGES_HELP
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", type=Path, help="result store written by `iba run` (SQLite)")
     p.add_argument("--dataset", action="append", type=Path, required=True, dest="datasets", metavar="DIR",
-                   help="dataset directory the runs were made on (repeatable); its answer key is read here")
+                   help="dataset the runs were made on (repeatable): a folder, an `iba export hf` folder or "
+                   "hf:owner/name, as `iba run` takes it; its answer key is read here")
     p.add_argument("--answer-key", action="append", type=Path, default=None, dest="answer_keys", metavar="PATH",
                    help="a held-back answer key (as `iba run --answer-key`), one per --dataset in the same order")
     p.add_argument("--run", action="append", dest="runs", metavar="NAME", help="only this run name (repeatable; default: all)")
@@ -87,18 +88,19 @@ async def score_store(store, records, keys, *, judges, cfg, concurrency: int, pr
     return counts
 
 
-def dataset_keys(datasets: list[Path], answer_keys: list[Path] | None) -> dict:
+def dataset_keys(datasets: list[Path], answer_keys: list[Path] | None, cache_dir: Path = Path(".iba-cache")) -> dict:
     """(dataset id, instance id) -> AnswerKey over every --dataset, each with its --answer-key if
     given (paired in order). DatasetError for a bad file; ValueError for unpaired options."""
-    from iba.dataset import Dataset
     from iba.dataset import dataset_id
 
     if answer_keys is not None and len(answer_keys) != len(datasets):
         raise ValueError(f"argument --answer-key: give one per --dataset, in the same order "
                          f"({len(answer_keys)} for {len(datasets)})")
+    from iba.hf.load import open_dataset
+
     keys = {}
     for i, d in enumerate(datasets):
-        ds = Dataset(d, answer_key=answer_keys[i] if answer_keys else None)
+        ds = open_dataset(d, cache_dir, answer_key=answer_keys[i] if answer_keys else None)
         did = dataset_id(ds)
         keys.update({(did, iid): k for iid, k in ds.answer_keys().items()})
     return keys
@@ -116,7 +118,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: no store at {args.store}; run `iba run` first", file=sys.stderr)
         return 2
     try:
-        keys = dataset_keys(args.datasets, args.answer_keys)
+        keys = dataset_keys(args.datasets, args.answer_keys, args.cache_dir)
     except (DatasetError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

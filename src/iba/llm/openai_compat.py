@@ -139,12 +139,15 @@ class OpenAICompatBackend(Backend):
         n_ctx: int | None = None,
         max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
         max_in_flight: int | None = None,
+        sends: bool = True,
         **_: Any,
     ) -> OpenAICompatBackend:
         cache = open_cache(cache_root(cache_dir)) if use_cache else None
         return cls(
             rest,
             base_url=base_url,
+            # a backend that sends nothing (iba run --batch) needs no key: `iba batch submit` asks for it
+            api_key=None if sends else PLACEHOLDER_KEY,
             cache=cache,
             timeout=timeout,
             max_retries=max_retries,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from iba.agents.base import agent_uses_model
 from iba.dataset import Dataset
 from iba.eval.aggregate import instance_score, mean, task_kind
 from iba.eval.qa import split_qa_id
@@ -49,7 +50,8 @@ class RowKey:
 
     @property
     def label(self) -> str:
-        base = f"{self.agent} ({self.model})"
+        # an agent that brings its own model (external) is not labelled with the run's --model
+        base = f"{self.agent} ({self.model if agent_uses_model(self.agent) else 'own model'})"
         base = f"{self.run}: {base}" if self.run else base
         return f"{base} [unsandboxed]" if self.unsandboxed else base
 
