@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -90,7 +91,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--answer-key", type=Path, default=None, metavar="PATH",
                    help="the answer key, kept outside the dataset folder (a public release with a hidden test "
                    "split); it is opened only to score an item whose agents have finished, one item at a time. "
-                   "distractors.jsonl beside it is hidden from agents too. Not with --qa")
+                   "distractors.jsonl and persona_states.jsonl beside it are hidden from agents too. With --qa "
+                   "the tasks run first, then the probes (which are in the key)")
     p.add_argument("--agent", action="append", dest="agents", metavar="SPEC",
                    help="agent spec, repeatable: direct, rag, iba, iba-fc, external?cmd=..., with options "
                    "as iba?retrieval=false&btda=false&synthesis=rag&reranker=rules (default: rag)")
@@ -207,14 +209,9 @@ def main(args: argparse.Namespace) -> int:
     from iba.run.runner import RunConfig, make_agent, run_dataset, select_instances
     from iba.run.store import Store
 
-    if args.answer_key is not None:
-        if not args.answer_key.is_file():
-            print(f"error: argument --answer-key: {args.answer_key}: no such file", file=sys.stderr)
-            return 2
-        if args.qa:
-            print("error: argument --qa: not with --answer-key (the QA probes are in the answer key, which is "
-                  "not opened before the agents run)", file=sys.stderr)
-            return 2
+    if args.answer_key is not None and not args.answer_key.is_file():
+        print(f"error: argument --answer-key: {args.answer_key}: no such file", file=sys.stderr)
+        return 2
     try:
         # a Hugging Face export or hub id is read back into an IBA folder under --cache-dir
         args.dataset = dataset_dir(args.dataset, args.cache_dir)
@@ -274,23 +271,30 @@ def main(args: argparse.Namespace) -> int:
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    # a held-back key is opened for an item only once its agents have finished, and the QA probes
+    # are in it: the tasks run first, then the probes of the items whose tasks are stored
+    passes = [dataclasses.replace(cfg, qa=False), cfg] if ds.held_back and cfg.qa else [cfg]
     # a store that cannot be opened is a StoreError: iba.cli says so in one line (exit 2)
     with Store(args.store) as store:
         stops: tuple[type[Exception], ...] = (DatasetError,)  # the user's to fix: a message, not a traceback
-        if args.executor == "ray":
-            from iba.run.ray_executor import BackendRecipe, RayError, RayOptions, run_dataset_ray
+        for n, pass_cfg in enumerate(passes):
+            if args.executor == "ray":
+                from iba.run.ray_executor import BackendRecipe, RayError, RayOptions, run_dataset_ray
 
-            stops += (RayError,)  # no cluster at --ray-address, a worker that cannot start
-            work = run_dataset_ray(ds, backend, store, cfg, judges=judges,
-                                   recipe=BackendRecipe(args.model, backend_options(args)),
-                                   options=RayOptions(address=args.ray_address, workers=args.workers))
-        else:
-            work = run_dataset(ds, backend, store, cfg, judges=judges)
-        try:
-            summary = asyncio.run(work)
-        except stops as e:  # e.g. a file changed under the run after the check
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+                stops += (RayError,)  # no cluster at --ray-address, a worker that cannot start
+                work = run_dataset_ray(ds, backend, store, pass_cfg, judges=judges,
+                                       recipe=BackendRecipe(args.model, backend_options(args)),
+                                       options=RayOptions(address=args.ray_address, workers=args.workers))
+            else:
+                work = run_dataset(ds, backend, store, pass_cfg, judges=judges)
+            try:
+                summary = asyncio.run(work)
+            except stops as e:  # e.g. a file changed under the run after the check
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            if n < len(passes) - 1:
+                print(f"tasks: {summary.ok} ok, {summary.failed} failed, {summary.errored} errored; now the QA "
+                      "probes (in the held-back key) of the items whose tasks are stored")
     print(
         f"{summary.planned} planned, {summary.skipped} already stored, "
         + (f"{summary.retried} errored records retried, " if summary.retried else "")
@@ -308,7 +312,22 @@ def main(args: argparse.Namespace) -> int:
         status = batch_round(folder, summary, status)
     key_arg = f" --answer-key {args.answer_key}" if args.answer_key else ""
     print(f"store: {args.store}  ->  iba report {args.store} --dataset {args.dataset}{key_arg} --out report/")
+    print_overall(args, ds, cfg, selected, backend.model_id, judges)
     return status
+
+
+def print_overall(args: argparse.Namespace, ds, cfg, selected: list, model: str, judges: list) -> None:
+    """The run's last lines: each agent's overall score on the same instances of this selection,
+    with its interval and failed/errored/unscored counts (the report's rule, iba.report.overall)."""
+    from iba.dataset import dataset_id
+    from iba.report.overall import run_overall
+    from iba.run.runner import run_key
+
+    did = dataset_id(ds)
+    keys = {run_key(did, t.instance_id, spec, model, trial) for spec in cfg.agents for t in selected
+            for trial in range(cfg.trials)}
+    for line in run_overall(args.store, cfg.run, keys, [j.model_id for j in judges] or None):
+        print(line)
 
 
 def batch_backends(root: Path, backend, judges: list):
