@@ -9,7 +9,7 @@ Writes go to a temporary file and are renamed into place, so a crash never leave
 Limits on what is read (see README "Dataset limits"): a turn's text longer than MAX_TURN_CHARS is
 truncated with TRUNCATION_MARKER and a warning naming file:line; a history past MAX_HISTORY_TURNS
 turns or MAX_HISTORY_CHARS characters is an error. Both sit far above the full benchmark (its
-largest histories are ~4,400 short turns, well under a million characters), so they only stop
+histories hold a few thousand short turns, well under a million characters), so they only stop
 corrupt or hostile files from handing a huge string to embedding and retrieval.
 """
 
@@ -150,7 +150,7 @@ class Dataset:
         self.warnings: list[str] = []
         self._lines: dict[tuple[str, str], int] = {}  # (file name, record id) -> line, for check() messages
         # the last few histories read, keyed by the file's (mtime, size): a run takes a user's
-        # instances one after another, and parsing a 4,400-turn history costs ~5 ms each time
+        # instances one after another, and parsing a history of a few thousand turns costs ~5 ms each time
         self._histories: OrderedDict[str, tuple[tuple[int, int], list[Turn]]] = OrderedDict()
         self._histories_lock = threading.Lock()
 
