@@ -186,7 +186,7 @@ def test_check_only_the_selected_instances_histories_and_keys(tmp_path):
     (root / "answer_key.jsonl").unlink()
     ds = Dataset(root)
     assert ds.check(answer_key=False) == []  # --no-score: the key is not needed
-    with pytest.raises(DatasetError, match="answer_key.jsonl: file not found"):
+    with pytest.raises(DatasetError, match="answer_key.jsonl: no answer key: .* --answer-key PATH"):
         ds.check(ds.instances[:1])
 
 

@@ -278,7 +278,9 @@ def test_the_same_agent_unsandboxed_finds_the_key_and_the_secret(tmp_path):
     cheater = got[spec]
     assert cheater["sandbox"] == {"none"}
     assert all(str(ds / "answer_key.jsonl") in f["key_files"] for f in cheater["found"].values())
-    assert any(SECRET in json.dumps(f["environ"]) for f in cheater["found"].values())  # /proc/$PPID/environ
+    # it read iba's /proc/$PPID/environ, key and all; what reached the store is scrubbed of the key
+    assert any("OPENAI_API_KEY=***" in json.dumps(f["environ"]) for f in cheater["found"].values())
+    assert SECRET not in json.dumps(cheater["found"])
     assert cheater["slots"] == {"i1": 1.0} and got[HONEST]["slots"] == {"i1": 0.0}
     # and the report marks the row
     rep = subprocess.run([sys.executable, "-m", "iba.cli", "report", str(tmp_path / "s.sqlite"), "--dataset", str(ds),

@@ -42,7 +42,7 @@ def test_score_command_errors(tmp_path, capsys):
     assert "no store" in capsys.readouterr().err
     ds, store = runs_only_store(tmp_path)
     assert main(["score", str(store), "--dataset", str(tmp_path / "nope"), "--judges", "none"]) == 2
-    assert "not an IBA dataset" in capsys.readouterr().err
+    assert "nope: no such dataset folder" in capsys.readouterr().err
 
 
 def test_best_judge_is_the_strongest_installed(tmp_path, capsys, monkeypatch):

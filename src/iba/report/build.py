@@ -105,6 +105,8 @@ def build_report(
     notes = judge_notes(store_path, data.judge_scorers(), sorted({r.model for r in data.runs}))
     _write(out / "judges.md", "### Judges\n\n" + ("\n".join(f"- {n}" for n in notes) or "No LLM judges.") + "\n")
     md = ["# IBA report", ""]
+    md += [f"Dataset {did}: {dataset_line(ds.manifest)}." for did, ds in sorted(data.datasets.items())]
+    md += [""] if data.datasets else []
     sandbox = sandbox_note(data.runs + data.qa_runs)
     if any(r.sandbox == "none" for r in data.runs + data.qa_runs):
         md += [f"**Warning:** {sandbox}.", ""]
@@ -119,7 +121,8 @@ def build_report(
     summary = {
         "store": str(store_path),
         "runs": ", ".join(sorted({r.run for r in data.runs})) or "(none)",
-        "datasets": ", ".join(sorted(data.datasets)) or "(none given: no answer keys, no analyses)",
+        "datasets": "; ".join(f"{did}: {dataset_line(ds.manifest)}" for did, ds in sorted(data.datasets.items()))
+                    or "(none given: no answer keys, no analyses)",
         "judges": ", ".join(j.removeprefix("judge:") for j in data.judge_scorers()) or "(none)",
         "task runs": f"{len(data.runs)} ({n_failed} failed by the agent, scored 0; "
                      f"{sum(r.status == 'errored' for r in data.runs)} errored, unscored)",
@@ -134,6 +137,12 @@ def build_report(
     html = out / "report.html"
     _write(html, render_page(data, all_tables, figures, title="IBA report", summary=summary))
     return html
+
+
+def dataset_line(m) -> str:
+    """What a dataset is, as a report header says it: generator and its version, writer, seed."""
+    version = f"generator version {m.generator_version}" if m.generator_version is not None else "no generator version"
+    return f"{m.generator} ({version}, writer {m.writer}, seed {m.seed}, taxonomy {m.taxonomy_version})"
 
 
 def sandbox_note(runs: Sequence) -> str:
