@@ -467,6 +467,9 @@ class Verdict(Strict):
     # the judge call failed (server down, 5xx, timeout): an infrastructure fault, not a verdict;
     # the next `iba run` or `iba score` judges it again (an unparseable reply is not errored)
     errored: bool = False
+    # the model a batch result names as having answered the judge call (iba run --batch), which
+    # `judge` (the model asked) may not be; None for calls answered directly
+    answered_by: str | None = None
 
 
 class ScoreRecord(Strict):

@@ -192,11 +192,12 @@ async def test_answers_from_another_model_are_recorded_and_warned_and_duplicates
 
     ds = Dataset(tiny_dataset(tmp_path / "ds"))
     cfg = RunConfig(agents=["direct?max_tokens=8"], progress=False, cache_dir=tmp_path / "cache",
-                    instance_ids=["i0"], score=False)
+                    instance_ids=["i0"])
     folder = BatchFolder(tmp_path / "b", create=True)
     inner = ScriptedBackend(lambda m, k: pytest.fail("the batch backend called its model"), model_id="openai:big")
     with Store(tmp_path / "s.sqlite") as store:
-        assert (await run_dataset(ds, BatchBackend(inner, folder), store, cfg)).deferred == 1
+        batch = BatchBackend(inner, folder)
+        assert (await run_dataset(ds, batch, store, cfg, judges=[batch])).deferred == 1
         folder.flush()
         lines = _answers(folder, "small-model")
         res = tmp_path / "answers.jsonl"
@@ -214,11 +215,19 @@ async def test_answers_from_another_model_are_recorded_and_warned_and_duplicates
         assert "requests for big: 1 answered by small-model  <- another model" in capsys.readouterr().out
         folder.reload()
         with caplog.at_level("WARNING"):
-            summary = await run_dataset(ds, BatchBackend(inner, folder), store, cfg)
+            batch = BatchBackend(inner, folder)
+            summary = await run_dataset(ds, batch, store, cfg, judges=[batch])
         assert summary.ok == 1 and "batch answers to openai:big come from small-model" in caplog.text
+        folder.flush()  # the judge's call, answered by the small model too
+        folder.add_results([ResultLine.model_validate_json(x) for x in _answers(
+            folder, "small-model", json.dumps({"passed": True, "rationale": "ok"}))], "judge")
+        batch = BatchBackend(inner, folder)
+        await run_dataset(ds, batch, store, cfg, judges=[batch])
         [rec] = list(store.runs())
+        [judged] = [r for r in store.scores() if r.scorer == "judge:openai:big"]
     assert rec.model == "openai:big"  # the run key is the model asked ...
     assert [s.answered_by for s in rec.action.trace if s.llm_calls] == [["small-model"]]  # ... the trace says who answered
+    assert judged.score == 1.0 and {v.answered_by for v in judged.verdicts} == {"small-model"}
 
 
 def test_a_dated_snapshot_is_the_same_model():
