@@ -24,8 +24,8 @@ SECRET_ENV = ("OPENAI_API_KEY",)  # the keys backends read from the environment 
 URL_ENV = ("OPENAI_BASE_URL",)  # server URLs from the environment, which may carry user:password@
 MIN_LEN = 8  # shorter values would match ordinary words in stored text ("test", "EMPTY")
 MASK = "***"
-# scheme://userinfo@ : whatever stands before the @ of a URL's authority is credentials
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@\"'<>\\]+@")
+# after a scheme's "://", whatever stands before the @ of the authority is credentials
+_USERINFO = re.compile(r"[^/\s@\"'<>\\]+@")
 
 _registered: set[str] = set()
 _lock = threading.Lock()
@@ -67,4 +67,19 @@ def redact_stored(text: str, extra: tuple[str | None, ...] = ()) -> str:
         for form in {secret, json.dumps(secret, ensure_ascii=False)[1:-1], json.dumps(secret)[1:-1]}:
             if form in text:
                 text = text.replace(form, MASK)
-    return _USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
+    return _mask_userinfo(text)
+
+
+def _mask_userinfo(text: str) -> str:
+    """Every `scheme://user:password@` as `scheme://***@`. Looked for from each "://" (a regex
+    tried at every position costs ~50 ms on a 200 kB record; this, nothing where there is no URL)."""
+    if "@" not in text:
+        return text
+    out, start, at = [], 0, text.find("://")
+    while at != -1:
+        m = _USERINFO.match(text, at + 3)
+        if m is not None:
+            out += [text[start:at + 3], MASK + "@"]
+            start = m.end()
+        at = text.find("://", at + 3)
+    return "".join(out) + text[start:] if out else text
