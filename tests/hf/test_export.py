@@ -249,3 +249,23 @@ def test_keys_read_back_validate(export, tmp_path):
     keys = list(read_jsonl(back / "answer_key.jsonl", AnswerKey))
     assert all(isinstance(k, AnswerKey) for k in keys) and any(k.slots for k in keys)
     assert any(s.accepted for k in keys for s in k.slots)
+
+
+def test_report_score_and_submit_read_an_export_as_run_does(tmp_path, capsys):
+    """`iba report` refused an export folder that `iba run` and `iba submit prepare` took."""
+    from tests.run.helpers import tiny_dataset
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "export"
+    export_hf(tiny_dataset(tmp_path / "ds"), out)
+    store, cache = tmp_path / "s.sqlite", tmp_path / "cache"
+    agent = f"external?cmd=python {root / 'examples' / 'external_agent.py'}"
+    assert main(["run", str(out), "--agent", agent, "--model", "openai:none", "--base-url", "http://127.0.0.1:9/v1",
+                 "--judges", "none", "--store", str(store), "--cache-dir", str(cache), "--quiet"]) == 0
+    assert main(["score", str(store), "--dataset", str(out), "--cache-dir", str(cache), "--judges", "none",
+                 "--quiet"]) == 0
+    assert main(["report", str(store), "--dataset", str(out), "--cache-dir", str(cache),
+                 "--out", str(tmp_path / "report")]) == 0
+    assert main(["submit", "prepare", str(store), "--dataset", str(out), "--cache-dir", str(cache),
+                 "--out", str(tmp_path / "sub.json")]) == 0
+    capsys.readouterr()
