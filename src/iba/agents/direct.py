@@ -43,10 +43,11 @@ def fit_history(items: Sequence[T], budget: int, count: Callable[[str], int],
 
 class DirectAgent(Agent):
     name = "direct"
+    options_model: type[Strict] = DirectOptions  # the reference agents (agents/references.py) take fewer
 
     def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)
-        self.opts: DirectOptions = parse_options(DirectOptions, options, self.name)
+        self.opts = parse_options(self.options_model, options, self.name)
 
     async def act(self, task: TaskView, history: list[Turn]) -> Action:
         check_task(task)
@@ -60,8 +61,9 @@ class DirectAgent(Agent):
             fixed = sum(backend.count_tokens(m["content"]) for m in bare.messages)
             reserve = max_tokens or (256 if task.action == "call_api" else 768)
             budget = backend.context_window - fixed - reserve - SAFETY
-            if self.opts.max_history_tokens is not None:
-                budget = min(budget, self.opts.max_history_tokens)
+            cap = getattr(self.opts, "max_history_tokens", None)  # direct's own option
+            if cap is not None:
+                budget = min(budget, cap)
             lines = fit_history(history, max(0, budget), backend.count_tokens, turn_line)
             dropped = len(history) - len(lines)
             step.outputs = {"kept_turns": len(lines), "dropped_turns": dropped, "history_budget_tokens": budget}

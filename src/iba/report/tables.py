@@ -68,6 +68,9 @@ def table4(data: ReportData) -> Table:
     rows = [[row.label] + [cells[(row.label, c)]["score"] for c in cols] for row in data.rows]
     note = "Scores x100 (mean over instances; an agent's own failures score 0). " + (
         "No task runs scored by every row." if not data.compared else data.left_out_note())
+    note += (" " + data.sample_note()) if data.samples else ""
+    if any(r.reference for r in data.rows):
+        note += " Rows marked [reference: ...] are not systems: the direct prompt with no history, the full context, or the gold evidence turns."
     return Table("table4", "Table 4: score by domain", ["Agent (model)"] + cols, rows, note=note,
                  rank_columns=list(range(1, len(cols) + 1)))
 
