@@ -25,7 +25,11 @@ def _scores(data: ReportData) -> dict[RowKey, dict[tuple[str, str], float]]:
 
 
 def _mean(scores: dict | None) -> float | None:
-    return None if not scores else round(100 * sum(scores.values()) / len(scores), 1)
+    return None if not scores else 100 * sum(scores.values()) / len(scores)
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 1)
 
 
 def _diff(a: dict | None, b: dict | None) -> tuple[float | None, str | None]:
@@ -70,8 +74,8 @@ def reference_table(data: ReportData) -> Table | None:
         closed = None
         if lo is not None and hi is not None and hi - lo > 0 and mine:
             closed = round(100 * (_mean(mine) - lo) / (hi - lo), 1)
-        rows.append([row.label, len(mine or {}), lo, _mean(mine), _mean(scores.get(full)) if full else None, hi,
-                     gain, gain_ci, gap, gap_ci, closed])
+        rows.append([row.label, len(mine or {}), _r(lo), _r(_mean(mine)), _r(_mean(scores.get(full))) if full else None,
+                     _r(hi), gain, gain_ci, gap, gap_ci, closed])
     if not rows:
         return None
     share = kept_share(data)
