@@ -102,7 +102,7 @@ class ReportData:
 
     def sample_note(self) -> str:
         """A sentence saying the runs are a sample (and which), empty when none was recorded."""
-        return " ".join(f"Runs on {did} are {s.describe()} (`iba run {s.command_options()}`), not the whole "
+        return " ".join(f"Runs on {did} are {s.describe()} (`{s.command or 'iba run ' + s.command_options()}`), not the whole "
                         f"benchmark of {s.dataset_instances}." for did, s in sorted(self.samples.items()))
 
     @cached_property

@@ -113,6 +113,7 @@ class Sample(Strict):
     instance_ids: list[str]  # in draw order
     instance_ids_sha: str  # ids_sha(instance_ids)
     replaces: list[str] = Field(default_factory=list)  # earlier samples of this store it replaced (describe())
+    command: str = ""  # what draws it again, when not `iba run` (a bench script)
 
     def describe(self) -> str:
         where = "; ".join(f"{k} {', '.join(v)}" for k, v in sorted(self.filters.items()))
@@ -120,7 +121,9 @@ class Sample(Strict):
                 + f", seed {self.seed}, ids sha256 {self.instance_ids_sha[:12]}")
 
     def command_options(self) -> str:
-        """The `iba run` options that draw this sample again."""
+        """The `iba run` options that draw this sample again (or the command that drew it)."""
+        if self.command:
+            return self.command
         opts = [f"--sample {self.asked}", f"--sample-seed {self.seed}"]
         opts += [f"--domain {d}" for d in self.filters.get("domain", [])]
         opts += [f"--scenario {s}" for s in self.filters.get("scenario", [])]
