@@ -38,7 +38,7 @@ def test_the_sample_goes_into_the_submission(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "a sample of 2 (seed 3)" in printed and "oracle (m): 100.0 (n=2) [2 omitted, reference: oracle]" in printed
     obj = json.loads(out.read_text())
-    assert obj["sample"] == {"n": 2, "seed": 3, "strata": ["action", "domain", "user", "scenario"],
+    assert obj["sample"] == {"n": 2, "seed": 3, "strata": ["domain", "action", "user", "scenario"],
                              "instance_ids_sha": drawn.instance_ids_sha, "pool": 2, "filters": {"domain": ["daily"]}}
     assert obj["submission_type"] == "custom" and obj["notes"].startswith("runs on a stratified sample of 2 of 2")
     assert main(["submit", "validate", str(out), "--dataset", str(ds_dir)]) == 0

@@ -36,6 +36,10 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk LLM response cache")
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
                    help="LLM response cache and retrieval index cache (default: .iba-cache)")
+    p.add_argument("--context-window", type=positive_int, default=None, metavar="TOKENS",
+                   help="the model's context window (default 8192): what direct, the full-context row, fills with "
+                   "the most recent turns, and what the agents' prompt budgets assume; for local: models, the "
+                   "llama.cpp context it loads with (memory grows with it). Say what your server serves, e.g. 131072")
     p.add_argument("--call-timeout", type=positive_float, default=600.0,
                    help="seconds one model call may take (default 600: an 8k-token prompt on the embedded "
                    "0.5B model takes minutes on 2 cores); a call past it is errored, not retried, on local models")
@@ -68,7 +72,7 @@ def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
         if getattr(args, "endpoints", None) is not None:
             urls += read_endpoints_file(args.endpoints)
     return dict(base_url=urls or None, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-                timeout=args.call_timeout,
+                timeout=args.call_timeout, n_ctx=getattr(args, "context_window", None),
                 max_in_flight_per_endpoint=getattr(args, "max_in_flight_per_endpoint", None),
                 max_in_flight=getattr(args, "max_in_flight", None))
 
