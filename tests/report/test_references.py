@@ -77,6 +77,12 @@ def test_table4_marks_the_references_and_sets_them_apart(report):
             text.index(label) for label in (NULL, RAG, DIRECT, ORACLE)), name
 
 
+def test_cells_csv_names_the_reference(report):
+    cells = list(csv.DictReader(io.StringIO((report / "cells.csv").read_text())))
+    assert {(c["agent"], c["reference"]) for c in cells} == {("null", "null"), ("rag", ""), ("direct", "direct"),
+                                                             ("oracle", "oracle")}
+
+
 def test_references_table_by_hand(report):
     rows = {r["Agent (model)"]: r for r in csv.DictReader(io.StringIO((report / "references.csv").read_text()))}
     assert list(rows) == [RAG]  # one line per system, none for the references themselves

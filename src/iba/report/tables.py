@@ -55,7 +55,7 @@ def table4_cells(data: ReportData) -> list[dict]:
             sel = insts if d == OVERALL else [i for i in insts if i.domain == d]
             c = _cell(sel, data.judges)
             out.append({"row": row.label, "run": row.run, "agent": row.agent, "model": row.model,
-                        "domain": d if d == OVERALL else data.short(d), **c})
+                        "domain": d if d == OVERALL else data.short(d), **c, "reference": row.reference or ""})
     return out
 
 
