@@ -67,16 +67,17 @@ def _history_lines(prompt: str) -> list[str]:
     return [line for line in body.splitlines()[1:] if line.strip()]
 
 
-def _run(ds: Dataset, store_path, agents, backend=None):
-    cfg = RunConfig(agents=agents, score=False, progress=False, cache_dir=store_path.parent / "cache")
+def _run(ds: Dataset, store_path, agents, backend=None, score=False):
+    cfg = RunConfig(agents=agents, score=score, progress=False, cache_dir=store_path.parent / "cache")
     backend = backend or answering_backend()
     with Store(store_path) as store:
         asyncio.run(run_dataset(ds, backend, store, cfg))
         return backend, {r.instance_id: r for r in store.runs()}
 
 
-@pytest.mark.parametrize("held_back", [False, True])
-def test_the_oracle_is_handed_exactly_the_keys_evidence_turns(demo_dir, tmp_path, held_back):
+@pytest.mark.parametrize("held_back,score", [(False, False), (False, True), (True, True)])
+def test_the_oracle_is_handed_exactly_the_keys_evidence_turns(demo_dir, tmp_path, held_back, score):
+    """score: the keys the runner loaded to score; else (held back, or not scoring) read per item."""
     root = tmp_path / "demo"
     shutil.copytree(demo_dir, root)
     keys = Dataset(root).answer_keys()
@@ -84,7 +85,7 @@ def test_the_oracle_is_handed_exactly_the_keys_evidence_turns(demo_dir, tmp_path
     if held_back:  # the key kept outside the folder (`iba run --answer-key`): the runner opens it for the oracle
         shutil.move(root / "answer_key.jsonl", tmp_path / "key.jsonl")
         ds = Dataset(root, answer_key=tmp_path / "key.jsonl")
-    backend, recs = _run(ds, tmp_path / "s.sqlite", ["oracle"])
+    backend, recs = _run(ds, tmp_path / "s.sqlite", ["oracle"], score=score)
     assert set(recs) == {t.instance_id for t in ds.instances}
     for task in ds.instances:
         rec = recs[task.instance_id]

@@ -98,8 +98,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=42, help="seed (trial t uses seed+t; default 42, as in the paper)")
     p.add_argument("--limit", type=positive_int, default=None, help="run only the first N selected instances")
     p.add_argument("--sample", type=positive_int, default=None, metavar="N",
-                   help="run a stratified sample of N of the selected instances: action kinds, domains, users and "
-                   "scenarios balanced as far as N allows (docs/references_and_samples.md). Recorded in the store, "
+                   help="run a stratified sample of N of the selected instances: domains balanced, then action kinds, "
+                   "users and scenarios as far as the domains allow (docs/references_and_samples.md). Recorded in the store, "
                    "the report and submissions; a store holds one sample per dataset and refuses runs outside it")
     p.add_argument("--sample-seed", type=int, default=0, metavar="S",
                    help="with --sample: the seed of the draw (default 0); the same N, seed and dataset give the "

@@ -10,6 +10,8 @@ else. Every other agent gets the history unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from iba.agents.base import Agent
 from iba.agents.references import GoldTurns, OracleAgent
 from iba.dataset import Dataset, DatasetError
@@ -31,12 +33,18 @@ def reads_key(agent: Agent) -> bool:
     return type(agent) is OracleAgent
 
 
-def history_for(agent: Agent, ds: Dataset, task: TaskView, history: list[Turn]) -> list[Turn]:
-    """What `agent` is handed for `task`: the history, or for the oracle its gold turns."""
+def history_for(agent: Agent, ds: Dataset, task: TaskView, history: list[Turn],
+                keys: Mapping[str, AnswerKey] | None = None) -> list[Turn]:
+    """What `agent` is handed for `task`: the history, or for the oracle its gold turns. `keys`: the
+    answer keys the runner already loaded to score (a dict); else (a held-back key, --no-score) the
+    instance's key is read from the file now."""
     if not reads_key(agent):
         return history
     instance_id = split_qa_id(task.instance_id)[0]  # a QA probe: its task's evidence
-    key = ds.answer_key_for(instance_id)  # opened here, for this item, on purpose
+    if isinstance(keys, dict) and instance_id in keys:
+        key: AnswerKey | None = keys[instance_id]
+    else:
+        key = ds.answer_key_for(instance_id)  # opened here, for this item, on purpose
     if key is None:
         raise DatasetError(f"{ds.answer_key_path}: no answer key for instance {instance_id!r} (the oracle reads it)")
     wanted = evidence_turn_ids(key, superseded=agent.opts.superseded)

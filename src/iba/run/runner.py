@@ -312,11 +312,11 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
     records that lack scores scored now. Every executor starts here, so their keys are the same."""
     did = dataset_id(ds)
     tasks = select_instances(ds, cfg)
-    # one selection per dataset and store: a sample's tables never take in other results (run/sample.py)
-    sample_note = bind_sample(store, did, run_sample(ds, cfg), [t.instance_id for t in tasks])
     if ds.held_back and cfg.qa:
         raise ValueError("--qa needs the QA probes of the answer key before the agents run, and a held-back "
                          "key (--answer-key) is not opened before then; run --qa without --answer-key")
+    # one selection per dataset and store: a sample's tables never take in other results (run/sample.py)
+    sample_note = bind_sample(store, did, run_sample(ds, cfg), [t.instance_id for t in tasks])
     keys: Mapping[str, AnswerKey] = {}
     if ds.held_back and cfg.score:
         keys = KeysOnDemand(ds)
@@ -450,7 +450,7 @@ async def run_dataset(
                     histories[task.user_id] = ds.history(task.user_id)
                 agent = agent_for(item.spec, item.trial)
                 rec = await run_one(
-                    agent, item.spec, task, history_for(agent, ds, task, histories[task.user_id]),
+                    agent, item.spec, task, history_for(agent, ds, task, histories[task.user_id], plan.keys),
                     dataset=plan.dataset, model=backend.model_id, trial=item.trial, cfg=cfg,
                 )
                 await finish(plan, rec, store, cfg, bar, judges=judges)
