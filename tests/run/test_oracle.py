@@ -159,3 +159,16 @@ def test_ray_refuses_the_oracle_before_any_work(demo_dir, tmp_path):
                                         RunConfig(agents=["null", "oracle"], progress=False),
                                         recipe=BackendRecipe("scripted:test")))
         assert list(store.runs()) == []
+
+
+def test_superseded_adds_the_turns_of_old_values(demo_dir):
+    ds = Dataset(demo_dir)
+    keys = ds.answer_keys()
+    task = next(t for t in ds.instances if any(e.superseded for e in keys[t.instance_id].evidence))
+    old = {e.turn_id for e in keys[task.instance_id].evidence if e.superseded}
+    history = ds.history(task.user_id)
+    plain = history_for(make_agent("oracle", AgentEnv(backend=ScriptedBackend([]))), ds, task, history)
+    more = history_for(make_agent("oracle?superseded=true", AgentEnv(backend=ScriptedBackend([]))), ds, task, history)
+    assert {t.id for t in plain} == gold_ids(keys[task.instance_id]) and not old & {t.id for t in plain}
+    assert {t.id for t in more} == gold_ids(keys[task.instance_id]) | old
+    assert [t.id for t in more] == [t.id for t in history if t.id in {x.id for x in more}]  # time order
