@@ -17,11 +17,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from iba.llm import DEFAULT_MODEL, Backend, resolve_backend
 from iba.llm.models import ModelNotInstalledError, model_path
 
 SERVER_START_TIMEOUT_S = 120
+
+# property tests draw the same examples on every run: a red CI points at the code, not at a new draw
+settings.register_profile("iba", derandomize=True)
+settings.load_profile("iba")
 
 
 def _packaged_or_skip(name: str) -> Path:

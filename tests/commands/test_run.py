@@ -171,3 +171,16 @@ def test_held_back_key_options_are_checked(root, capsys):
     assert "no answer key for instance 'i1'" in capsys.readouterr().err
     with Store(root.parent / "s.sqlite") as s:
         assert "i1" in {r.instance_id for r in s.runs()}
+
+
+def test_the_context_window_reaches_the_backend():
+    """--context-window: what direct (the full-context row) fills; a server model has no other way to say it."""
+    import argparse
+
+    from iba.commands.run import add_arguments, backend_from_args
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    server = ["ds", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--no-cache"]
+    assert backend_from_args("openai:m", p.parse_args(server + ["--context-window", "131072"])).context_window == 131072
+    assert backend_from_args("openai:m", p.parse_args(server)).context_window == 8192

@@ -47,6 +47,10 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk LLM response cache")
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
                    help="LLM response cache and retrieval index cache (default: .iba-cache)")
+    p.add_argument("--context-window", type=positive_int, default=None, metavar="TOKENS",
+                   help="the model's context window (default 8192): what direct, the full-context row, fills with "
+                   "the most recent turns, and what the agents' prompt budgets assume; for local: models, the "
+                   "llama.cpp context it loads with (memory grows with it). Say what your server serves, e.g. 131072")
     p.add_argument("--call-timeout", type=positive_float, default=600.0,
                    help="seconds one model call may take (default 600: an 8k-token prompt on the embedded "
                    "0.5B model takes minutes on 2 cores); a call past it is errored, not retried, on local models")
@@ -79,7 +83,7 @@ def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
         if getattr(args, "endpoints", None) is not None:
             urls += read_endpoints_file(args.endpoints)
     return dict(base_url=urls or None, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-                timeout=args.call_timeout,
+                timeout=args.call_timeout, n_ctx=getattr(args, "context_window", None),
                 max_in_flight_per_endpoint=getattr(args, "max_in_flight_per_endpoint", None),
                 max_in_flight=getattr(args, "max_in_flight", None))
 
@@ -95,13 +99,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "the tasks run first, then the probes (which are in the key)")
     p.add_argument("--agent", action="append", dest="agents", metavar="SPEC",
                    help="agent spec, repeatable: direct, rag, iba, iba-fc, external?cmd=..., with options "
-                   "as iba?retrieval=false&btda=false&synthesis=rag&reranker=rules (default: rag)")
+                   "as iba?retrieval=false&btda=false&synthesis=rag&reranker=rules (default: rag). Reference rows, "
+                   "marked as such in reports and submissions: null (the direct prompt with no history), direct "
+                   "(the full-context row: the most recent turns that fit the context window), oracle (only the "
+                   "instance's gold evidence turns, which the runner reads from the answer key)")
     add_backend_arguments(p)
     p.add_argument("--store", type=Path, default=Path("runs/iba.sqlite"), help="result store (SQLite; default: runs/iba.sqlite)")
     p.add_argument("--run", default="default", help="run name, to tell runs apart in reports (default: default)")
     p.add_argument("--trials", type=positive_int, default=1, help="repeated agent trials per instance (default: 1)")
     p.add_argument("--seed", type=int, default=42, help="seed (trial t uses seed+t; default 42, as in the paper)")
     p.add_argument("--limit", type=positive_int, default=None, help="run only the first N selected instances")
+    p.add_argument("--sample", type=positive_int, default=None, metavar="N",
+                   help="run a stratified sample of N of the selected instances: domains balanced, then action kinds, "
+                   "users and scenarios as far as the domains allow (docs/references_and_samples.md). Recorded in the store, "
+                   "the report and submissions; a store holds one sample per dataset and refuses runs outside it")
+    p.add_argument("--sample-seed", type=int, default=0, metavar="S",
+                   help="with --sample: the seed of the draw (default 0); the same N, seed and dataset give the "
+                   "same instances, and the sample of N is the first N of any larger one")
     p.add_argument("--domain", action="append", dest="domains", help="only this domain id (repeatable)")
     p.add_argument("--scenario", action="append", dest="scenarios", help="only this scenario id (repeatable)")
     p.add_argument("--concurrency", type=positive_int, default=1,
@@ -206,7 +220,9 @@ def main(args: argparse.Namespace) -> int:
     from iba.dataset import Dataset, DatasetError
     from iba.hf import HFError
     from iba.hf.load import dataset_dir
+    from iba.agents.references import reference_of
     from iba.run.runner import RunConfig, make_agent, run_dataset, select_instances
+    from iba.run.sample import SampleError
     from iba.run.store import Store
 
     if args.answer_key is not None and not args.answer_key.is_file():
@@ -223,6 +239,13 @@ def main(args: argparse.Namespace) -> int:
     problem = check_selection(ds, args.domains, args.scenarios) or check_embedder(args.embedder) or check_executor(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.sample is not None and args.limit is not None:
+        print("error: argument --limit: not with --sample (the sample of N is the first N of a larger sample: "
+              "give the smaller N)", file=sys.stderr)
+        return 2
+    if args.sample_seed != 0 and args.sample is None:
+        print("error: argument --sample-seed: only with --sample N", file=sys.stderr)
         return 2
     if args.batch is not None and args.executor == "ray":
         print("error: argument --batch: not with --executor ray (batch rounds replay in this process)", file=sys.stderr)
@@ -256,6 +279,7 @@ def main(args: argparse.Namespace) -> int:
         qa=args.qa, qa_per_instance=args.qa_per_instance, score=not args.no_score,
         judge_repeats=args.judge_repeats, timeout_s=args.timeout, retry_errored=args.retry_errored,
         cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
+        sample=args.sample, sample_seed=args.sample_seed,
     )
     selected = select_instances(ds, cfg)
     if not selected:
@@ -267,7 +291,8 @@ def main(args: argparse.Namespace) -> int:
         # before any agent runs: histories readable and valid, users/scenarios known, answer key
         # complete; otherwise a broken file surfaces mid-run after hours of model calls. A
         # held-back key is not opened before an item's agents have finished: it is checked as read.
-        ds.check(selected, answer_key=(cfg.score or cfg.qa) and not ds.held_back)
+        oracle = any(reference_of(spec) == "oracle" for spec in cfg.agents)  # reads the key before acting
+        ds.check(selected, answer_key=(cfg.score or cfg.qa or oracle) and not ds.held_back)
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -276,7 +301,8 @@ def main(args: argparse.Namespace) -> int:
     passes = [dataclasses.replace(cfg, qa=False), cfg] if ds.held_back and cfg.qa else [cfg]
     # a store that cannot be opened is a StoreError: iba.cli says so in one line (exit 2)
     with Store(args.store) as store:
-        stops: tuple[type[Exception], ...] = (DatasetError,)  # the user's to fix: a message, not a traceback
+        # the user's to fix: a message, not a traceback
+        stops: tuple[type[Exception], ...] = (DatasetError, SampleError)
         for n, pass_cfg in enumerate(passes):
             if args.executor == "ray":
                 from iba.run.ray_executor import BackendRecipe, RayError, RayOptions, run_dataset_ray
@@ -305,6 +331,8 @@ def main(args: argparse.Namespace) -> int:
         f"in {summary.wall_s:.1f}s; {summary.usage.llm_calls} LLM calls, "
         f"{summary.usage.prompt_tokens} prompt + {summary.usage.completion_tokens} completion tokens"
     )
+    for line in summary.notes + reference_lines(cfg.agents):
+        print(line)
     for line in summary.errors[:5]:
         print(f"  {line}", file=sys.stderr)
     status = debt_status(summary)
@@ -328,6 +356,19 @@ def print_overall(args: argparse.Namespace, ds, cfg, selected: list, model: str,
             for trial in range(cfg.trials)}
     for line in run_overall(args.store, cfg.run, keys, [j.model_id for j in judges] or None):
         print(line)
+
+
+def reference_lines(specs: list[str]) -> list[str]:
+    """What `iba run` prints about the agents that are reference rows, apart from the systems."""
+    from iba.agents.references import REFERENCES, reference_of
+
+    refs = [s for s in specs if reference_of(s)]
+    if not refs:
+        return []
+    systems = [s for s in specs if not reference_of(s)]
+    return ([f"systems: {', '.join(systems)}"] if systems else []) + [
+        "references (not systems; marked as such in reports and submissions): "
+        + ", ".join(f"{s} [{REFERENCES[reference_of(s)]}]" for s in refs)]
 
 
 def batch_backends(root: Path, backend, judges: list):

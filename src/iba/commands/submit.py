@@ -87,12 +87,13 @@ def _prepare(args: argparse.Namespace) -> int:
         return 2
     atomic_write_text(args.out, sub.model_dump_json(indent=2) + "\n")
     print(f"{args.out}: {sub.submission_type} submission, {len(sub.entries)} entr{'y' if len(sub.entries) == 1 else 'ies'} "
-          f"on {sub.dataset.id}")
+          f"on {sub.dataset.id}" + (f", a sample of {sub.sample.n} (seed {sub.sample.seed})" if sub.sample else ""))
     for e in sub.entries:
         o = e.results["overall"]
         flags = [f for f, on in (("modified prompts", e.verification.modified_prompts),
                                  (f"subset of {e.sample.instances}", e.sample.kind == "subset"),
-                                 (f"{len(e.verification.omitted)} omitted", e.verification.omitted_instances)) if on]
+                                 (f"{len(e.verification.omitted)} omitted", e.verification.omitted_instances),
+                                 (f"reference: {e.reference_kind}", e.reference)) if on]
         ci = f" [{o.ci[0]}, {o.ci[1]}]" if o.ci else ""
         print(f"  {e.agent} ({e.model}): {o.score if o.score is not None else '-'}{ci} (n={o.n})"
               + (f" [{', '.join(flags)}]" if flags else ""))

@@ -226,10 +226,13 @@ def iba_bench(
     """
     from iba import registry
     from iba.agents.base import parse_agent_spec
+    from iba.agents.references import OracleAgent
 
     ds = _load(dataset, cache_dir, answer_key)
     name, _ = parse_agent_spec(agent)
-    registry.resolve("agents", name)  # an unknown agent fails here, with the known ones listed
+    if registry.resolve("agents", name) is OracleAgent:  # an unknown agent fails here, with the known ones listed
+        raise ValueError("agent oracle: the oracle reference reads the answer key in iba's runner; run it with "
+                         "`iba run --agent oracle`")
     where = dict(cache_dir=cache_dir, answer_key=answer_key)
     scorers = [iba_slots(dataset, **where), iba_verifiers(dataset, **where)]
     if judges:

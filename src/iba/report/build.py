@@ -4,6 +4,8 @@
   table4.md/.csv          per-domain scores (Table 4 shape), cells.csv with n and unscored per cell,
                           left_out.csv: instances outside the same-instance comparison, and why
   ci.md/.csv, paired.md/.csv  overall score with 95% bootstrap interval; paired differences
+  references.md/.csv      each system between the reference rows of its model: null -> system ->
+                          oracle, gain over null and gap to the oracle (when null or oracle rows ran)
   attribution.md/.csv     per checkpoint/slot: gold evidence kept x applied, and the retrieved ->
                           named -> applied funnel (with answer keys); attribution_targets.csv per target
   scenarios.md/.csv       per-scenario breakdown
@@ -46,6 +48,7 @@ def build_report(
     from iba.report import analyses, plots, tables
     from iba.report.data import load_report_data
     from iba.report.html import render_page
+    from iba.report.references import reference_table
     from iba.report.table_value import records_to_csv
 
     out = Path(out_dir)
@@ -56,6 +59,9 @@ def build_report(
     agreement = analyses.agreement_table(data)
     if agreement is not None:
         all_tables.insert(len(all_tables) - 1, agreement)
+    refs = reference_table(data)
+    if refs is not None:
+        all_tables.insert(1, refs)  # after Table 4: the systems between their references
     for t in all_tables:
         _write(out / f"{t.name}.md", t.to_markdown())
         _write(out / f"{t.name}.csv", t.to_csv())
@@ -107,6 +113,8 @@ def build_report(
     md = ["# IBA report", ""]
     md += [f"Dataset {did}: {dataset_line(ds.manifest)}." for did, ds in sorted(data.datasets.items())]
     md += [""] if data.datasets else []
+    if data.samples:  # a sample is never mistaken for the whole benchmark
+        md += [f"**Sample:** {data.sample_note()}", ""]
     sandbox = sandbox_note(data.runs + data.qa_runs)
     if any(r.sandbox == "none" for r in data.runs + data.qa_runs):
         md += [f"**Warning:** {sandbox}.", ""]
@@ -130,6 +138,8 @@ def build_report(
         "QA runs": len(data.qa_runs),
         "instances unscored": f"{n_unscored} of {len(data.all_instances)}",
         "compared": data.left_out_note(),
+        "sample": data.sample_note() or "none recorded (no `iba run --sample` in this store)",
+        "references": reference_note(data),
         "judge checks": " | ".join(notes) or "(no LLM judges)",
         "scores": "x100; instance score = slot mean (CallAPI) or the mean over judges of each judge's "
                   "mean over repeats of its checkpoint mean (Generate)",
@@ -143,6 +153,15 @@ def dataset_line(m) -> str:
     """What a dataset is, as a report header says it: generator and its version, writer, seed."""
     version = f"generator version {m.generator_version}" if m.generator_version is not None else "no generator version"
     return f"{m.generator} ({version}, writer {m.writer}, seed {m.seed}, taxonomy {m.taxonomy_version})"
+
+
+def reference_note(data) -> str:
+    """Which rows are references (not systems), for the page's header."""
+    refs = [r.label for r in data.rows if r.reference]
+    if not refs:
+        return "none (run `--agent null --agent oracle` beside a system for its floor and ceiling)"
+    return ("; ".join(refs) + ". Reference rows are the direct prompt on no history, the history that fits the "
+            "context window, or the instance's gold evidence turns; they are not systems and are never ranked")
 
 
 def sandbox_note(runs: Sequence) -> str:

@@ -14,10 +14,13 @@ from functools import cached_property
 from pathlib import Path
 
 from iba.agents.base import agent_uses_model
+from iba.agents.references import REFERENCES, reference_of, row_order
 from iba.dataset import Dataset
 from iba.eval.aggregate import instance_score, mean, task_kind
 from iba.eval.qa import split_qa_id
 from iba.dataset import dataset_id
+from iba.report.table_value import REFERENCE_MARK
+from iba.run.sample import Sample
 from iba.run.store import Store
 from iba.types import AnswerKey, RunRecord, ScoreRecord, TaskView
 
@@ -49,10 +52,17 @@ class RowKey:
     unsandboxed: bool = field(default=False, compare=False)
 
     @property
+    def reference(self) -> str | None:
+        """'null', 'direct' or 'oracle' for a reference row (agents/references.py), None for a system."""
+        return reference_of(self.agent)
+
+    @property
     def label(self) -> str:
         # an agent that brings its own model (external) is not labelled with the run's --model
         base = f"{self.agent} ({self.model if agent_uses_model(self.agent) else 'own model'})"
         base = f"{self.run}: {base}" if self.run else base
+        if self.reference:  # REFERENCE_MARK: tables rank without it, the page and plots set it apart
+            base = f"{base} {REFERENCE_MARK}{REFERENCES[self.reference]}]"
         return f"{base} [unsandboxed]" if self.unsandboxed else base
 
 
@@ -90,6 +100,12 @@ class ReportData:
     judges: list[str] | None = None  # judge model ids to count; None = all stored
     domain_order: list[str] = field(default_factory=list)
     domain_short: dict[str, str] = field(default_factory=dict)
+    samples: dict[str, Sample] = field(default_factory=dict)  # dataset id -> the store's `iba run --sample`
+
+    def sample_note(self) -> str:
+        """A sentence saying the runs are a sample (and which), empty when none was recorded."""
+        return " ".join(f"Runs on {did} are {s.describe()} (`{s.command or 'iba run ' + s.command_options()}`), not the whole "
+                        f"benchmark of {s.dataset_instances}." for did, s in sorted(self.samples.items()))
 
     @cached_property
     def row_keys(self) -> dict[str, RowKey]:
@@ -108,10 +124,12 @@ class ReportData:
 
     @cached_property
     def rows(self) -> list[RowKey]:
+        """In order of appearance, with the reference rows apart: null first, then the systems,
+        then direct (full context) and the oracle, so a table reads floor -> systems -> ceiling."""
         seen: dict[RowKey, None] = {}
         for r in self.runs:
             seen.setdefault(self.row_keys[r.key], None)
-        return list(seen)
+        return sorted(seen, key=lambda row: row_order(row.agent))
 
     @cached_property
     def instances(self) -> list[Instance]:
@@ -237,11 +255,13 @@ def load_report_data(
         for s in store.scores():
             if s.run_key in wanted_keys:
                 scores[s.run_key].append(s)
+        samples = store.samples()
     task_runs = [r for r in records if split_qa_id(r.instance_id)[1] is None]
     qa_runs = [r for r in records if split_qa_id(r.instance_id)[1] is not None]
     order, short = domain_names()
     data = ReportData(task_runs, qa_runs, dict(scores), judges=list(judges) if judges else None,
-                      domain_order=order, domain_short=short)
+                      domain_order=order, domain_short=short,
+                      samples={d: s for d, s in samples.items() if d in {r.dataset for r in records}})
     for i, d in enumerate(dataset_dirs):
         ds = Dataset(d, answer_key=answer_keys[i] if answer_keys else None)
         did = dataset_id(ds)

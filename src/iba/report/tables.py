@@ -55,7 +55,7 @@ def table4_cells(data: ReportData) -> list[dict]:
             sel = insts if d == OVERALL else [i for i in insts if i.domain == d]
             c = _cell(sel, data.judges)
             out.append({"row": row.label, "run": row.run, "agent": row.agent, "model": row.model,
-                        "domain": d if d == OVERALL else data.short(d), **c})
+                        "domain": d if d == OVERALL else data.short(d), **c, "reference": row.reference or ""})
     return out
 
 
@@ -67,6 +67,9 @@ def table4(data: ReportData) -> Table:
     cols = [data.short(d) for d in domains] + [OVERALL]
     rows = [[row.label] + [cells[(row.label, c)]["score"] for c in cols] for row in data.rows]
     note = "Scores x100 (mean over instances; an agent's own failures score 0). " + data.left_out_note()
+    note += (" " + data.sample_note()) if data.samples else ""
+    if any(r.reference for r in data.rows):
+        note += " Rows marked [reference: ...] are not systems: the direct prompt with no history, the full context, or the gold evidence turns."
     return Table("table4", "Table 4: score by domain", ["Agent (model)"] + cols, rows, note=note,
                  rank_columns=list(range(1, len(cols) + 1)))
 

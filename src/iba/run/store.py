@@ -27,6 +27,8 @@ from pathlib import Path
 
 from iba.eval.judge_check import JudgeCheckResult
 from iba.llm.secrets import redact_stored
+from iba.eval.qa import split_qa_id
+from iba.run.sample import Sample
 from iba.types import RunRecord, ScoreRecord
 
 _SCHEMA = """
@@ -288,3 +290,41 @@ class Store:
         with self._lock:
             rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
         return [JudgeCheckResult.model_validate_json(text) for (text,) in rows]
+
+    # ---------------------------------------------------------------- samples (iba run --sample)
+    _SAMPLES_SCHEMA = """
+    CREATE TABLE IF NOT EXISTS samples (
+        dataset TEXT PRIMARY KEY,
+        record TEXT NOT NULL
+    );
+    """
+
+    def _ensure_samples(self) -> None:
+        with self._lock:
+            self._db.executescript(self._SAMPLES_SCHEMA)
+
+    def get_sample(self, dataset: str) -> Sample | None:
+        """The sample this store's runs on `dataset` were drawn as (run.sample.bind_sample), if any."""
+        self._ensure_samples()
+        with self._lock:
+            row = self._db.execute("SELECT record FROM samples WHERE dataset=?", (dataset,)).fetchone()
+        return Sample.model_validate_json(row[0]) if row else None
+
+    def samples(self) -> dict[str, Sample]:
+        """Dataset id -> its recorded sample."""
+        self._ensure_samples()
+        with self._lock:
+            rows = self._db.execute("SELECT dataset, record FROM samples ORDER BY dataset").fetchall()
+        return {d: Sample.model_validate_json(text) for d, text in rows}
+
+    def put_sample(self, sample: Sample) -> None:
+        """Record (or replace: bind_sample decides when that is allowed) the sample of its dataset."""
+        self._ensure_samples()
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO samples VALUES (?,?)", (sample.dataset, sample.model_dump_json()))
+
+    def instance_ids(self, dataset: str) -> set[str]:
+        """The instances (QA probes counted as their task's) this store holds records of on `dataset`."""
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT instance_id FROM runs WHERE dataset=?", (dataset,)).fetchall()
+        return {split_qa_id(i)[0] for (i,) in rows}

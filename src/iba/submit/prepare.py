@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from iba import __version__, prompts
+from iba.agents.references import row_order
 from iba.dataset import Dataset, dataset_id
 from iba.eval.panel import JUDGE_PREFIX
 from iba.report.data import Instance, load_report_data
 from iba.run.store import Store
 from iba.submit import recompute
 from iba.submit.schema import (Contact, Cost, DatasetInfo, Entry, FeatureAudit, InstanceResult, Judge, JudgeCheck,
-                               Reference, ScorerResult, Submission, TellAudit, Usage, Verification)
+                               Reference, SampleInfo, ScorerResult, Submission, TellAudit, Usage, Verification)
 
 
 def _stats(ds: Dataset) -> dict[str, Any] | None:
@@ -165,7 +166,9 @@ def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str 
             prompt_hashes=dict(sorted(hashes.items())), third_party=third_party,
             sandboxed=(all(r.sandbox == "bwrap" for r in runs_) if third_party else None),
             instances=results,
+            reference=row.reference is not None, reference_kind=row.reference,
         ))
+    entries.sort(key=lambda e: row_order(e.agent))  # as in the report: null, the systems, direct, oracle
     judges_out = []
     for model, repeats in sorted(judge_repeats.items()):
         r = checks.get(model)
@@ -182,10 +185,16 @@ def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str 
         judges_out.append(Judge(model=model, repeats=repeats, judge_check=check))
     custom = any(e.verification.modified_prompts or e.verification.omitted_instances or e.third_party
                  or e.sample.kind != "full" for e in entries)
+    drawn = data.samples.get(did)
     if custom and not notes.strip():
         notes = "; ".join(f"{e.agent} ({e.model}): {e.verification.details or 'a third-party agent'}"
                           for e in entries if e.verification.details or e.third_party)
+        if drawn is not None:
+            notes = f"runs on {drawn.describe()}; " + notes
     return Submission(submission_date=date.today().isoformat(), iba_version=__version__,
                       submission_type="custom" if custom else "standard", submitter=submitter or Contact(),
                       organization=organization, dataset=dataset_info(ds), judges=judges_out, entries=entries,
-                      references=references or [], notes=notes)
+                      references=references or [], notes=notes,
+                      sample=None if drawn is None else SampleInfo(
+                          n=drawn.n, seed=drawn.seed, strata=drawn.strata, instance_ids_sha=drawn.instance_ids_sha,
+                          pool=drawn.pool, filters=drawn.filters))

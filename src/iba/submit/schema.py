@@ -232,9 +232,16 @@ class Entry(Strict):
     third_party: bool = False  # an external agent (external?cmd=/url=)
     sandboxed: bool | None = None  # for third-party agents: every record ran in the sandbox
     instances: list[InstanceResult]  # every stored trial: what every aggregate above is computed from
+    # a reference row computed by the harness, not a system: null (the direct prompt with no history),
+    # direct (the full context: the most recent turns that fit the context window), oracle (only the
+    # instance's gold evidence turns)
+    reference: bool = False
+    reference_kind: Literal["null", "direct", "oracle"] | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> "Entry":
+        if self.reference != (self.reference_kind is not None):
+            raise ValueError("reference is true exactly when reference_kind names the reference (null, direct, oracle)")
         if OVERALL not in self.results:
             raise ValueError(f"results needs an {OVERALL!r} entry")
         if self.results[OVERALL].n > self.counts.sample:
@@ -257,6 +264,18 @@ class Entry(Strict):
         return self
 
 
+class SampleInfo(Strict):
+    """The stratified sample the entries ran on (`iba run --sample N --sample-seed S`): two
+    submissions on the same sample have the same instance_ids_sha (sha256 of the sorted ids)."""
+
+    n: int = Field(ge=0)  # instances drawn
+    seed: int
+    strata: list[str]
+    instance_ids_sha: str
+    pool: int = Field(ge=0)  # instances drawn from (the dataset, or its --domain/--scenario part)
+    filters: dict[str, list[str]] = Field(default_factory=dict)
+
+
 class Submission(Strict):
     format: Literal["iba-submission/2"] = FORMAT
     submission_date: str
@@ -270,6 +289,7 @@ class Submission(Strict):
     entries: list[Entry] = Field(min_length=1)
     references: list[Reference] = Field(default_factory=list)
     notes: str = ""
+    sample: SampleInfo | None = None  # None: no sample was recorded (see entries' counts for what ran)
 
     @model_validator(mode="after")
     def _consistent(self) -> "Submission":
@@ -287,6 +307,9 @@ class Submission(Strict):
             if e.sample.kind == "full" and e.sample.instances != self.dataset.instances:
                 raise ValueError(f"entry {e.agent} ({e.model}): a full sample has the dataset's "
                                  f"{self.dataset.instances} instances, not {e.sample.instances}")
+            if self.sample is not None and e.results[OVERALL].n > self.sample.n:
+                raise ValueError(f"entry {e.agent} ({e.model}): {e.results[OVERALL].n} instances scored, more than "
+                                 f"the sample's {self.sample.n}")
             unknown = set(e.results) - {OVERALL} - set(self.dataset.per_domain)
             if unknown:
                 raise ValueError(f"entry {e.agent} ({e.model}): results for domains not in the dataset: {sorted(unknown)}")
