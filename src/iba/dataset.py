@@ -376,6 +376,33 @@ class Dataset:
             )
         return list(self.warnings)
 
+    def check_tasks_after_history(self, tasks: Iterable[TaskView]) -> None:
+        """DatasetError, naming each instance, unless every task's `now` comes after the last turn of
+        its user's history (the builder writes them so). A memory agent ingests the whole history
+        before it acts: a task dated inside the history would let it remember its own future."""
+        problems: list[str] = []
+        inst = self.root / "instances.jsonl"
+        last: dict[str, Turn | None] = {}
+        for t in tasks:
+            if t.user_id not in last:
+                turns = self.history(t.user_id)
+                last[t.user_id] = turns[-1] if turns else None
+            turn = last[t.user_id]
+            now = _instant(t.now)
+            where = f"{inst}:{self._line('instances.jsonl', t.instance_id)}: instance {t.instance_id!r}"
+            if now is None:
+                problems.append(f"{where}: now {t.now!r} is not ISO 8601")
+            elif turn is not None and now <= (_instant(turn.timestamp) or now):
+                problems.append(f"{where}: now {t.now} is not after the last turn of {t.user_id}'s history "
+                                f"({turn.id}, {turn.timestamp})")
+        if problems:
+            shown = problems[:MAX_PROBLEMS_SHOWN]
+            more = len(problems) - len(shown)
+            raise DatasetError(
+                f"dataset {self.root}: {len(problems)} task(s) come before the end of their user's history, so a "
+                "memory agent, which ingests the whole history first, cannot be run on them:\n  "
+                + "\n  ".join(shown) + (f"\n  ... and {more} more" if more > 0 else ""))
+
     def _check_scenarios(self, tasks: list[TaskView]) -> list[str]:
         """Scenario ids against the shipped taxonomy, when this dataset was built from that version.
         Imported datasets (e.g. PrefEval) have their own scenario ids: nothing to check them against."""

@@ -19,6 +19,7 @@ _REGISTRY: dict[str, dict[str, str]] = {
         "iba": "iba.agents.iba_agent:IBAAgent",
         "iba-fc": "iba.agents.iba_fc:IBAFunctionCallingAgent",
         "external": "iba.agents.external:ExternalAgent",
+        "memory": "iba.agents.memory:MemoryAgent",
     },
     # model-string prefix -> backend factory taking (rest_of_string, **options)
     "backends": {

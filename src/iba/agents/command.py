@@ -243,13 +243,15 @@ class Command:
         return AgentError(f"{self.where} exited with {returncode}{during}; stderr: {stderr_tail}")
 
 
-async def post(url: str, payload: bytes, opts: CommandOptions, where: str) -> bytes:
-    """POST `payload` (JSON) to `url`; the body of a 200 answer, up to max_reply_mb. A timeout, an
-    unreachable URL or a 5xx is AgentUnavailable; another status or a body over the cap AgentError."""
+async def post(url: str, payload: bytes, opts: CommandOptions, where: str, *, timeout: float | None = None) -> bytes:
+    """POST `payload` (JSON) to `url`; the body of a 200 answer, up to max_reply_mb. A timeout
+    (`timeout`, else the option's), an unreachable URL or a 5xx is AgentUnavailable; another status
+    or a body over the cap AgentError."""
     import httpx
 
+    timeout = opts.timeout if timeout is None else timeout
     try:
-        async with httpx.AsyncClient(timeout=opts.timeout) as client:
+        async with httpx.AsyncClient(timeout=timeout) as client:
             async with client.stream("POST", url, content=payload, headers={"Content-Type": "application/json"}) as resp:
                 body = bytearray()
                 async for chunk in resp.aiter_bytes():
@@ -257,7 +259,7 @@ async def post(url: str, payload: bytes, opts: CommandOptions, where: str) -> by
                     if len(body) > opts.cap:
                         raise too_large(where, opts)
     except httpx.TimeoutException:
-        raise AgentUnavailable(f"{where} timed out after {opts.timeout:g}s") from None
+        raise AgentUnavailable(f"{where} timed out after {timeout:g}s") from None
     except httpx.HTTPError as e:
         raise AgentUnavailable(f"{where} unreachable: {e}") from None
     text = body.decode(errors="replace")

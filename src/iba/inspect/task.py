@@ -229,7 +229,9 @@ def iba_bench(
 
     ds = _load(dataset, cache_dir, answer_key)
     name, _ = parse_agent_spec(agent)
-    registry.resolve("agents", name)  # an unknown agent fails here, with the known ones listed
+    if getattr(registry.resolve("agents", name), "per_user", False):  # an unknown agent fails here, listed
+        raise ValueError(f"-T agent={agent}: a memory agent ingests each user once, which inspect's per-sample "
+                         "solver cannot do; run it with `iba run` (docs/memory_systems.md)")
     where = dict(cache_dir=cache_dir, answer_key=answer_key)
     scorers = [iba_slots(dataset, **where), iba_verifiers(dataset, **where)]
     if judges:

@@ -18,7 +18,7 @@ from iba.eval.aggregate import instance_score, mean, task_kind
 from iba.eval.qa import split_qa_id
 from iba.dataset import dataset_id
 from iba.run.store import Store
-from iba.types import AnswerKey, RunRecord, ScoreRecord, TaskView
+from iba.types import AnswerKey, IngestRecord, RunRecord, ScoreRecord, TaskView
 
 
 def domain_names() -> tuple[list[str], dict[str, str]]:
@@ -88,6 +88,12 @@ class ReportData:
     judges: list[str] | None = None  # judge model ids to count; None = all stored
     domain_order: list[str] = field(default_factory=list)
     domain_short: dict[str, str] = field(default_factory=dict)
+    # memory agents' ingests (one per dataset, user, agent, model, trial): the cost of remembering
+    ingests: list[IngestRecord] = field(default_factory=list)
+
+    def ingests_of(self, row: RowKey) -> list[IngestRecord]:
+        """The ingest records of a row's memory agent (none for other agents)."""
+        return [i for i in self.ingests if i.agent == row.agent and i.model == row.model and row.run in ("", i.run)]
 
     @cached_property
     def row_keys(self) -> dict[str, RowKey]:
@@ -219,11 +225,12 @@ def load_report_data(
         for s in store.scores():
             if s.run_key in wanted_keys:
                 scores[s.run_key].append(s)
+        ingests = [i for name in names for i in store.ingests(name)]
     task_runs = [r for r in records if split_qa_id(r.instance_id)[1] is None]
     qa_runs = [r for r in records if split_qa_id(r.instance_id)[1] is not None]
     order, short = domain_names()
     data = ReportData(task_runs, qa_runs, dict(scores), judges=list(judges) if judges else None,
-                      domain_order=order, domain_short=short)
+                      domain_order=order, domain_short=short, ingests=ingests)
     for i, d in enumerate(dataset_dirs):
         ds = Dataset(d, answer_key=answer_keys[i] if answer_keys else None)
         did = dataset_id(ds)

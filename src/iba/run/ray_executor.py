@@ -177,8 +177,11 @@ async def run_dataset_ray(
     # the workers' datasets have no held-back key path: the driver names every hidden file for them
     cfg = dataclasses.replace(cfg, hidden=hidden_paths(ds, cfg))
     for spec in cfg.agents:  # fail fast on a bad agent spec, in the driver, before any worker starts
-        make_agent(spec, AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed),
-                   cfg.hidden)
+        agent = make_agent(spec, AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder,
+                                          seed=cfg.seed), cfg.hidden)
+        if getattr(agent, "per_user", False):  # a memory agent: one session per user, not per item
+            raise RayError(f"--agent {spec}: memory agents run user by user with the local executor; "
+                           "run them without --executor ray (docs/memory_systems.md)")
     bar = progress_bar(plan, cfg)
     started = False
     actors: list[Any] = []

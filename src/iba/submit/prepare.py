@@ -22,8 +22,8 @@ from iba.report.data import Instance, load_report_data
 from iba.report.intervals import bootstrap_ci
 from iba.dataset import dataset_id
 from iba.run.store import Store
-from iba.submit.schema import (OVERALL, Contact, Cost, Counts, DatasetInfo, Entry, Judge, JudgeCheck, Reference,
-                               Result, Submission, TellAudit, Usage, Verification)
+from iba.submit.schema import (OVERALL, Contact, Cost, Counts, DatasetInfo, Entry, IngestCost, Judge, JudgeCheck,
+                               Reference, Result, Submission, TellAudit, Usage, Verification)
 
 
 def _result(scores: list[float]) -> Result:
@@ -77,6 +77,17 @@ def _usage(records: list[Any]) -> Usage:
                  completion_tokens=sum(r.usage.completion_tokens for r in records))
 
 
+def _ingest_cost(records: list[Any]) -> IngestCost | None:
+    """A memory agent's ingest records summed (None for other agents)."""
+    if not records:
+        return None
+    return IngestCost(users=len(records), sessions=sum(r.ingested for r in records),
+                      llm_calls=sum(r.usage.llm_calls for r in records),
+                      prompt_tokens=sum(r.usage.prompt_tokens for r in records),
+                      completion_tokens=sum(r.usage.completion_tokens for r in records),
+                      wall_s=round(sum(r.wall_s for r in records), 3), attempts=sum(r.attempts for r in records))
+
+
 def _judge_checks(store_path: Path) -> dict[str, Any]:
     with Store(store_path) as store:
         return {r.judge: r for r in store.judge_checks()}  # oldest first: the latest wins
@@ -121,12 +132,14 @@ def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str 
         trials = max(len(i.trials) for i in insts)
         agent_usage = _usage(runs_)
         judge_usage = _usage([s for s in score_recs if s.scorer.startswith(JUDGE_PREFIX)])
+        ingest = _ingest_cost([r for r in data.ingests_of(row) if r.dataset == did])
         usd = None
         if usd_per_mtok is not None:
-            tokens_in = agent_usage.prompt_tokens + judge_usage.prompt_tokens
-            tokens_out = agent_usage.completion_tokens + judge_usage.completion_tokens
+            tokens_in = agent_usage.prompt_tokens + judge_usage.prompt_tokens + (ingest.prompt_tokens if ingest else 0)
+            tokens_out = (agent_usage.completion_tokens + judge_usage.completion_tokens
+                          + (ingest.completion_tokens if ingest else 0))
             usd = round((tokens_in * usd_per_mtok[0] + tokens_out * usd_per_mtok[1]) / 1e6, 6)
-        third_party = row.agent.partition("?")[0] == "external"
+        third_party = row.agent.partition("?")[0] in ("external", "memory")
         details = []
         if modified:
             details.append(f"prompt templates not as shipped with iba {__version__}: {', '.join(modified)}")
@@ -146,7 +159,7 @@ def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str 
                           errored=sum(any(r.status == "errored" for r in i.trials) for i in insts),
                           unscored=sum(i.instance_id not in scored and not any(r.status == "errored" for r in i.trials)
                                        for i in insts)),
-            cost=Cost(agent=agent_usage, judges=judge_usage, usd=usd, usd_per_mtok=usd_per_mtok),
+            cost=Cost(agent=agent_usage, judges=judge_usage, ingest=ingest, usd=usd, usd_per_mtok=usd_per_mtok),
             verification=Verification(modified_prompts=bool(modified), modified=modified,
                                       omitted_instances=bool(omitted), omitted=omitted, details="; ".join(details)),
             prompt_hashes=dict(sorted(hashes.items())), third_party=third_party,
