@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A scripted memory system for the protocol tests (docs/memory_systems.md), standard library only.
 
-It keeps what it is sent and, at `act`, shows it: a call_api action takes each enum's first value,
+It keeps what it is sent and, at `act`, shows it: a call_api action takes each enum's first value
+(and each integer its minimum),
 a generate action's text is a JSON summary, and both carry a trace step `memory-state` whose
 outputs say which users' turns it holds, how many sessions it ingested, and its pid. Options:
 
@@ -84,7 +85,8 @@ class Memory:
         usage = {"llm_calls": 1, "prompt_tokens": 11, "completion_tokens": 7}
         if task["action"] == "call_api":
             props = (task.get("api_schema") or {}).get("properties", {})
-            params = {k: p["enum"][0] for k, p in props.items() if "enum" in p}
+            params = {k: p["enum"][0] if "enum" in p else p.get("minimum", 1) for k, p in props.items()
+                      if "enum" in p or p.get("type") == "integer"}
             return {"kind": "call_api", "api_name": task.get("api_name"), "params": params, "trace": trace, "usage": usage}
         return {"kind": "generate", "text": json.dumps(state), "trace": trace, "usage": usage}
 

@@ -154,6 +154,8 @@ class MemorySession(ABC):
         """The action for `task` (the runner's run_one calls this as it calls Agent.act; `history`
         is not sent: the memory has it already)."""
         check_task(task)
+        if task.user_id != self.user_id:  # the runner's bug, never the memory's: it would cross users
+            raise RuntimeError(f"task {task.instance_id} is {task.user_id}'s, sent to {self.user_id}'s memory session")
         start = time.perf_counter()
         raw = await self._send(act_message(task), self.agent.opts.timeout, f"acting on {task.instance_id}")
         action = parse_act(raw, task, self.where)
@@ -258,8 +260,10 @@ class ProcessSession(MemorySession):
             return AgentError(f"{self.where} closed its stdout {what} without replying; stderr: {self._tail()}")
         await asyncio.sleep(0.05)  # let the stderr reader take the last words
         code = proc.returncode or 0
-        if code in KILLED_FROM_OUTSIDE:
-            return AgentUnavailable(f"{self.where} was killed by {signal.Signals(-code).name} {what}; stderr: {self._tail()}")
+        # sandboxed, bwrap's init reports a child killed by signal N as exit status 128 + N
+        killed = -code if code < 0 else code - 128 if self.sandbox == "bwrap" and code > 128 else 0
+        if -killed in KILLED_FROM_OUTSIDE:
+            return AgentUnavailable(f"{self.where} was killed by {signal.Signals(killed).name} {what}; stderr: {self._tail()}")
         if code == 0:
             return AgentError(f"{self.where} exited {what} without replying; stderr: {self._tail()}")
         return self.agent.command.exit_error(code, self._tail(), during=f" {what}")
