@@ -119,7 +119,14 @@ def test_replies_are_checked():
     assert parse_ack(b'{"usage": {"llm_calls": 2, "prompt_tokens": 5, "completion_tokens": 1}}', "m").usage.llm_calls == 2
     with pytest.raises(AgentError, match="reported an error: disk full"):
         parse_ack(b'{"error": "disk full"}', "m")
-    with pytest.raises(AgentError, match="invalid acknowledgement.*allowed fields: ok, usage, error"):
+    with pytest.raises(AgentUnavailable, match="reported a fault it could retry: model server down"):
+        parse_ack(b'{"error": "model server down", "retryable": true}', "m")
+    with pytest.raises(AgentUnavailable, match="reported a fault it could retry"):
+        parse_act(b'{"error": "model server down", "retryable": true}', TEXT_TASK, "m")
+    with pytest.raises(AgentError, match="reported an error: no idea") as e:
+        parse_act(b'{"error": "no idea"}', TEXT_TASK, "m")
+    assert not isinstance(e.value, AgentUnavailable)
+    with pytest.raises(AgentError, match="invalid acknowledgement.*allowed fields: ok, usage, error, retryable"):
         parse_ack(b'{"status": "fine"}', "m")
     with pytest.raises(AgentError, match="did not reply with JSON"):
         parse_ack(b"yes", "m")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from iba.cli import main
 from iba.dataset import Dataset
 from iba.run.store import Store
 from tests.run.helpers import users_dataset
+from tests.run.test_processes import _rows
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTED = ROOT / "tests" / "agents" / "scripted_memory.py"
@@ -190,18 +190,6 @@ def test_the_protocol_over_url_through_iba_run(ds, tmp_path):
 
 
 # ---------------------------------------------------------------- killed mid-ingest, then rerun
-
-def _rows(store: Path, sql: str) -> list[tuple]:
-    if not store.exists():
-        return []
-    db = sqlite3.connect(store, timeout=30)
-    try:
-        return db.execute(sql).fetchall()
-    except sqlite3.OperationalError:
-        return []
-    finally:
-        db.close()
-
 
 def _pids_with(marker: str) -> list[int]:
     """Host pids of processes whose command line holds `marker` (the memory, inside bwrap or not)."""

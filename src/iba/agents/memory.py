@@ -49,11 +49,21 @@ class MemoryOptions(CommandOptions):
 
 class Ack(Strict):
     """The reply to reset, ingest and close. `usage`: what the message cost the memory (its own
-    LLM calls and tokens), optional; `error`: the memory reports that it failed."""
+    LLM calls and tokens), optional; `error`: the memory reports that it failed (its failure), or,
+    with `retryable: true`, that something it depends on failed (a model server: a fault)."""
 
     ok: bool = True
     usage: Usage | None = None
     error: str | None = None
+    retryable: bool = False
+
+
+def _reported(value: dict, where: str) -> None:
+    """Raise what an `error` reply says: a fault when `retryable`, else the memory's own failure."""
+    if value.get("error") is not None:
+        if value.get("retryable") is True:
+            raise AgentUnavailable(f"{where} reported a fault it could retry: {value['error']}")
+        raise AgentError(f"{where} reported an error: {value['error']}")
 
 
 def sessions_of(history: Sequence[Turn]) -> list[tuple[str, list[Turn]]]:
@@ -105,8 +115,9 @@ def parse_ack(raw: bytes, where: str) -> Ack:
         field = ".".join(map(str, err["loc"]))
         raise AgentError(f"{where} replied with an invalid acknowledgement ({field}: {err['msg']}; allowed fields: "
                          f"{', '.join(Ack.model_fields)}); reply: {json.dumps(value)[-TAIL:]!r}") from None
-    if ack.error is not None or not ack.ok:
-        raise AgentError(f"{where} reported an error: {ack.error or 'ok: false'}")
+    _reported(value, where)
+    if not ack.ok:
+        raise AgentError(f"{where} reported an error: ok: false")
     return ack
 
 
@@ -114,6 +125,7 @@ def parse_act(raw: bytes, task: TaskView, where: str) -> Action:
     """An act reply: an Action for `task` (as external's), with an optional `usage` that becomes a
     trace step, so the record's usage counts the memory's own calls."""
     value = _json_object(raw, where)
+    _reported(value, where)
     usage = value.pop("usage", None)
     try:
         action = Action.model_validate(value)
