@@ -12,6 +12,11 @@ Qwen2.5-Coder-0.5B (the embedded model, on this machine's CPU), and reports from
   python bench/memory_cost.py                                  # demo users, then u0000 of a full build
   python bench/memory_cost.py --full /tmp/full --full-user u0100 --threads 2
   python bench/memory_cost.py --skip-full                      # the demo users only (minutes)
+  python bench/memory_cost.py --users u0002 --full-sessions 5 --full-acts 1   # a loaded machine: a prefix
+
+--full-sessions N ingests only the first N sessions of the full user (a copy of the build holding
+that user's history cut after N sessions; its tasks still come after it), and --full-acts K runs
+only K of its tasks: the projection then uses the per-session and per-act rates of that prefix.
 
 The full build is made once into --full (default runs/bench-memory/full, ~5 min) and reused.
 Each invocation starts from fresh stores (nothing is resumed or cached), so it can be rerun as is.
@@ -71,14 +76,42 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(dataset: Path, users: list[str], store: Path, url: str, server: subprocess.Popen) -> dict:
+def prefix_dataset(full: Path, user: str, sessions: int, out: Path) -> Path:
+    """A copy of `full` with only `user`, its history cut after `sessions` sessions (no answer key:
+    nothing is scored)."""
+    import shutil
+
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "histories").mkdir(parents=True)
+    shutil.copy(full / "manifest.json", out / "manifest.json")
+    for name in ("personas.jsonl", "instances.jsonl"):
+        key = "id" if name == "personas.jsonl" else "user_id"
+        lines = [line for line in (full / name).read_text(encoding="utf-8").splitlines() if json.loads(line)[key] == user]
+        (out / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    kept, seen = [], []
+    for line in (full / "histories" / f"{user}.jsonl").read_text(encoding="utf-8").splitlines():
+        sid = json.loads(line)["session_id"]
+        if not seen or seen[-1] != sid:
+            seen.append(sid)
+        if len(seen) > sessions:
+            break
+        kept.append(line)
+    (out / "histories" / f"{user}.jsonl").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return out
+
+
+def run(dataset: Path, users: list[str], store: Path, url: str, server: subprocess.Popen, *,
+        limit: int | None = None) -> dict:
     """`iba run` the notes memory on `users`; the store's figures and the CPU seconds spent."""
     store.unlink(missing_ok=True)
     spec = f"memory?cmd=python {NOTES} --base-url {url} --model qwen&network=true&ingest_timeout=3600&timeout=3600"
-    cmd = [PY, "-m", "iba.cli", "run", str(dataset), "--agent", spec, "--store", str(store), "--judges", "none",
-           "--quiet", "--timeout", "7200", "--model", "openai:qwen2.5-coder-0.5b-q4"]
+    cmd = [PY, "-m", "iba.cli", "run", str(dataset), "--agent", spec, "--store", str(store), "--no-score",
+           "--quiet", "--timeout", "7200", "--model", "openai:qwen", "--base-url", url]  # the row's label: the memory's model
     for u in users:
         cmd += ["--user", u]
+    if limit is not None:
+        cmd += ["--limit", str(limit)]
     load0, server0, t0 = os.getloadavg()[0], cpu_s(server.pid), time.perf_counter()
     before = os.times()
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -121,6 +154,17 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def history_totals_user(dataset: Path, user: str) -> int:
+    """Sessions in one user's history."""
+    sessions, last = 0, None
+    with (dataset / "histories" / f"{user}.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            sid = json.loads(line)["session_id"]
+            sessions += sid != last
+            last = sid
+    return sessions
+
+
 def history_totals(dataset: Path) -> dict:
     """Users, sessions, turns and characters of a build's histories; tasks of its instances."""
     users = sessions = turns = chars = 0
@@ -147,6 +191,8 @@ def main() -> int:
     p.add_argument("--full", type=Path, default=None, help="a --preset full build (default: built into --out)")
     p.add_argument("--full-user", default="u0000")
     p.add_argument("--skip-full", action="store_true")
+    p.add_argument("--full-sessions", type=int, default=None, help="ingest only the first N sessions of the full user")
+    p.add_argument("--full-acts", type=int, default=None, help="run only K of the full user's tasks")
     p.add_argument("--threads", type=int, default=1, help="llama.cpp threads of the server (default 1)")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -167,9 +213,14 @@ def main() -> int:
             if not (full / "instances.jsonl").exists():
                 subprocess.run([PY, "-m", "iba.cli", "build", "--preset", "full", "--out", str(full), "--no-progress"],
                                check=True, capture_output=True)
-            res = run(full, [args.full_user], args.out / "full.sqlite", url, server)
+            full_sessions = history_totals_user(full, args.full_user)
+            target = full if args.full_sessions is None else prefix_dataset(
+                full, args.full_user, args.full_sessions, args.out / "full-prefix")
+            res = run(target, [args.full_user], args.out / "full.sqlite", url, server,
+                      limit=args.full_acts)
             report["full_user"] = {k: v for k, v in res.items() if k not in ("ingests", "acts")} | {"users": per_user(res)}
             report["full_totals"] = history_totals(full)
+            report["full_user_sessions"] = full_sessions
             print(f"full user {args.full_user}: wall {res['wall_s']:.0f} s, server CPU {res['server_cpu_s']:.0f} s, "
                   f"load {res['load'][0]:.1f} -> {res['load'][1]:.1f}")
             print(table(report["full_user"]["users"]))
@@ -177,6 +228,10 @@ def main() -> int:
             tot = report["full_totals"]
             per_session = {k: u[k] / u["sessions"] for k in ("ingest_calls", "ingest_prompt", "ingest_completion", "ingest_s")}
             per_act = {k: u[k] / max(1, u["acts"]) for k in ("act_calls", "act_prompt", "act_completion", "act_s")}
+            user_proj_h = per_session["ingest_s"] * full_sessions / 3600
+            print(f"full user {args.full_user}: {full_sessions} sessions; at the measured rate its whole ingest takes "
+                  f"{user_proj_h:.2f} h wall, {u['ingest_prompt'] / u['sessions'] * full_sessions:,.0f} prompt tokens")
+            report["full_user_ingest_h"] = user_proj_h
             proj = {"ingest_calls": per_session["ingest_calls"] * tot["sessions"],
                     "ingest_prompt": per_session["ingest_prompt"] * tot["sessions"],
                     "ingest_completion": per_session["ingest_completion"] * tot["sessions"],

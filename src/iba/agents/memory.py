@@ -40,6 +40,7 @@ MESSAGE_TYPES = ("reset", "ingest", "act", "close")
 # machine going down): not the memory's own failure
 KILLED_FROM_OUTSIDE = {-signal.SIGKILL, -signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP}
 CLOSE_GRACE_S = 5.0  # after `close`, how long the process may take to exit before it is killed
+CLOSE_TIMEOUT_S = 60.0  # at most this long for the reply to `close` (every task was answered already)
 
 
 class MemoryOptions(CommandOptions):
@@ -180,7 +181,7 @@ class MemorySession(ABC):
         """Send `close` (a failure there is logged: every task was answered already) and free the state."""
         try:
             if self.dead is None:
-                await self._ack(close_message(self.user_id), self.agent.opts.timeout, "at close")
+                await self._ack(close_message(self.user_id), min(self.agent.opts.timeout, CLOSE_TIMEOUT_S), "at close")
         except AgentError as e:
             log.warning("warning: %s", e)
         finally:

@@ -31,7 +31,7 @@ from iba import __version__
 from iba.agents.base import Agent
 from iba.agents.memory import MemoryAgent, MemorySession, sessions_of
 from iba.dataset import Dataset
-from iba.llm.base import Backend
+from iba.llm.base import Backend, CallDeferred
 from iba.run.failures import classify
 from iba.run.runner import Plan, RunConfig, WorkItem, claim_ttl, elsewhere, errored_record, finish, run_one
 from iba.run.store import Store
@@ -139,7 +139,10 @@ async def run_group(group: Group, agent: MemoryAgent, ds: Dataset, *, plan: Plan
                 else:
                     run = await run_one(session, item.spec, item.task, [], dataset=plan.dataset,  # type: ignore[arg-type]
                                         model=plan.model, trial=item.trial, cfg=cfg)
-                await finish(plan, run, store, cfg, bar, judges=judges)
+                try:
+                    await finish(plan, run, store, cfg, bar, judges=judges)
+                except CallDeferred:  # its judging awaits a batch answer (iba run --batch): a later run goes on
+                    plan.summary.deferred += 1
                 store.release(item.key)
                 for later in mine[n + 1:]:  # acts take their time: the rest stay claimed
                     store.claim(later.key, claim_ttl(cfg))
