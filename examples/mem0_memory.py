@@ -138,6 +138,9 @@ class Mem0Memory:
         })
         self.memory.vector_store._bm25_encoder = False  # fastembed's BM25 model would be downloaded
         self.counted = Counted()
+        # the OpenAI client's 10-minute default would cut off mem0's ~8k-token extraction prompt on a CPU
+        self.memory.llm.client = self.memory.llm.client.with_options(timeout=args.timeout)
+        self.memory.embedding_model.client = self.memory.embedding_model.client.with_options(timeout=args.timeout)
         llm_client = self.memory.llm.client
         llm_client.chat.completions.create = self.counted.chat(llm_client.chat.completions.create)
         emb_client = self.memory.embedding_model.client
@@ -239,6 +242,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--embed-dims", type=int, default=None, help="embedding size (default: asked once)")
     p.add_argument("--k", type=int, default=10, help="memories shown at act (default 10)")
     p.add_argument("--max-tokens", type=int, default=1000, help="completion tokens per call (default 1000)")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds per model call (default 3600)")
     args = p.parse_args(argv)
     if not args.base_url:
         p.error("--base-url (or $OPENAI_BASE_URL) is required")
