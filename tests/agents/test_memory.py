@@ -221,19 +221,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_port(port: int, timeout: float = 30.0) -> None:
+    """Return once something listens on 127.0.0.1:`port`."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"nothing listens on {port}"
+            time.sleep(0.1)
+
+
 @pytest.fixture
 def scripted_server():
     port = _free_port()
     proc = subprocess.Popen([sys.executable, str(SCRIPTED), "--serve", str(port)])
-    deadline = time.monotonic() + 30
-    import socket
-
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    wait_port(port)
     yield f"http://127.0.0.1:{port}/memory"
     proc.terminate()
     proc.wait(timeout=10)

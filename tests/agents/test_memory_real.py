@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from iba.agents import sandbox as bwrap
 from iba.cli import main
 from iba.run.store import Store
+from tests.agents.test_memory import _free_port, wait_port
 from tests.run.helpers import users_dataset
 
 pytestmark = pytest.mark.slow
@@ -65,7 +65,7 @@ def test_notes_memory_over_url_with_embeddings(qwen_servers, tmp_path):
     server = subprocess.Popen([sys.executable, str(NOTES), "--serve", str(port), "--base-url", qwen_servers["chat"],
                                "--model", "qwen", "--embed-base-url", qwen_servers["embed"], "--embed-model", "qwen-embed"])
     try:
-        _wait_port(port)
+        wait_port(port)
         store = tmp_path / "s.sqlite"
         _run(ds, store, "--agent", f"memory?url=http://127.0.0.1:{port}", "--judges", "none", "--concurrency", "2")
         with Store(store) as s:
@@ -113,23 +113,3 @@ def test_mem0_runs_a_demo_user_end_to_end_beside_rag(short_demo, qwen_servers, t
     assert row["users ingested"] == "1" and int(row["ingest LLM calls"]) == ingest.usage.llm_calls
     assert cost["rag (openai:qwen)"]["users ingested"] == ""
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int) -> None:
-    import socket
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            assert time.monotonic() < deadline, f"nothing listens on {port}"
-            time.sleep(0.1)

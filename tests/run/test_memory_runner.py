@@ -164,21 +164,12 @@ def test_the_ray_executor_refuses_memory_agents(ds, tmp_path, capsys):
 
 
 def test_the_protocol_over_url_through_iba_run(ds, tmp_path):
-    from tests.agents.test_memory import _free_port
+    from tests.agents.test_memory import _free_port, wait_port
 
     port = _free_port()
     server = subprocess.Popen([sys.executable, str(SCRIPTED), "--serve", str(port)])
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                import socket
-
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+        wait_port(port)
         store = tmp_path / "s.sqlite"
         assert _run(ds, store, f"memory?url=http://127.0.0.1:{port}/memory", "--concurrency", "3") == 0
         recs = _records(store)
