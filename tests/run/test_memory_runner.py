@@ -270,3 +270,10 @@ def test_a_run_killed_mid_ingest_stores_nothing_for_that_user_and_the_rerun_inge
         ingests = {i.user_id: i for i in s.ingests()}
     assert set(ingests) == {f"u{u}" for u in range(USERS)} and all(i.attempts == 1 for i in ingests.values())
     assert f"memory: {USERS - 1} user history(ies) ingested" in res.stdout  # the first user was not ingested again
+
+
+def test_user_selection(ds, tmp_path, capsys):
+    assert _run(ds, tmp_path / "s.sqlite", _memory(), "--user", "nobody") == 2
+    assert "argument --user: 'nobody' is not in this dataset (allowed: u0, u1, u2)" in capsys.readouterr().err
+    assert _run(ds, tmp_path / "s.sqlite", _memory(), "--user", "u2", "--user", "u0") == 0
+    assert sorted({r.user_id for r in _records(tmp_path / "s.sqlite")}) == ["u0", "u2"]
