@@ -106,10 +106,10 @@ def test_mem0_runs_a_demo_user_end_to_end_beside_rag(short_demo, qwen_servers, t
     out = tmp_path / "report"
     assert main(["report", str(store), "--dataset", str(demo), "--out", str(out)]) == 0
     table4 = (out / "table4.md").read_text()
-    assert "| rag (openai:qwen)" in table4 and f"| {mem0} (openai:qwen)" in table4
+    assert "| rag (openai:qwen)" in table4 and f"| {mem0} (own model)" in table4
     with (out / "cost.csv").open() as f:
         cost = {row["Agent (model)"]: row for row in csv.DictReader(f)}
-    row = cost[f"{mem0} (openai:qwen)"]
+    row = cost[f"{mem0} (own model)"]
     assert row["users ingested"] == "1" and int(row["ingest LLM calls"]) == ingest.usage.llm_calls
     assert cost["rag (openai:qwen)"]["users ingested"] == ""
 

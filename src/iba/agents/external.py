@@ -79,6 +79,7 @@ def check_action(action: Action, task: TaskView, where: str) -> Action:
 
 class ExternalAgent(Agent):
     name = "external"
+    uses_model = False  # a third-party program with its own model: --model is not what it runs on
 
     def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)

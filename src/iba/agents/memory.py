@@ -332,6 +332,7 @@ class MemoryAgent(Agent):
 
     name = "memory"
     per_user = True  # iba.run.memory_runner schedules it user by user
+    uses_model = False  # it calls its own models: --model is not what it runs on
 
     def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)
