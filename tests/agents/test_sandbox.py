@@ -375,7 +375,7 @@ def test_what_the_sandbox_lets_an_agent_read_holds_nothing_of_the_evaluators(bui
 
     agent.hide(Dataset(ds).hidden_paths)  # what the runner does
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-    own = [b for b in agent._binds if not any(os.path.realpath(b) == p or os.path.realpath(b).startswith(p + "/")
+    own = [b for b in agent.command.binds if not any(os.path.realpath(b) == p or os.path.realpath(b).startswith(p + "/")
                                                for p in prefixes)]
     files = [Path(b) for b in own if Path(b).is_file()] + [f for b in own if Path(b).is_dir()
                                                            for f in Path(b).rglob("*") if f.is_file()]
