@@ -130,6 +130,13 @@ def _instant(ts: str) -> datetime | None:
     return dt.astimezone(timezone.utc).replace(tzinfo=None) if dt.tzinfo else dt
 
 
+def _problems(header: str, problems: list[str]) -> DatasetError:
+    """One DatasetError listing the first MAX_PROBLEMS_SHOWN problems, one per line."""
+    shown = problems[:MAX_PROBLEMS_SHOWN]
+    more = len(problems) - len(shown)
+    return DatasetError(f"{header}:\n  " + "\n  ".join(shown) + (f"\n  ... and {more} more" if more > 0 else ""))
+
+
 class Dataset:
     """A dataset directory. The answer key is loaded only through `answer_keys()` (evaluator side).
 
@@ -416,13 +423,33 @@ class Dataset:
                     self._warn(f"{self.answer_key_path}: {len(extra)} answer key(s) for instances not in "
                                f"instances.jsonl (first: {extra[0]!r} on line {self._line('answer_key.jsonl', extra[0])})")
         if problems:
-            shown = problems[:MAX_PROBLEMS_SHOWN]
-            more = len(problems) - len(shown)
-            raise DatasetError(
-                f"dataset {self.root} failed its check ({len(problems)} problem{'s' if len(problems) > 1 else ''}):\n  "
-                + "\n  ".join(shown) + (f"\n  ... and {more} more" if more > 0 else "")
-            )
+            raise _problems(f"dataset {self.root} failed its check ({len(problems)} problem"
+                            f"{'s' if len(problems) > 1 else ''})", problems)
         return list(self.warnings)
+
+    def check_tasks_after_history(self, tasks: Iterable[TaskView]) -> None:
+        """DatasetError, naming each instance, unless every task's `now` comes after the last turn of
+        its user's history (the builder writes them so). A memory agent ingests the whole history
+        before it acts: a task dated inside the history would let it remember its own future."""
+        problems: list[str] = []
+        inst = self.root / "instances.jsonl"
+        last: dict[str, Turn | None] = {}
+        for t in tasks:
+            if t.user_id not in last:
+                turns = self.history(t.user_id)
+                last[t.user_id] = turns[-1] if turns else None
+            turn = last[t.user_id]
+            now = _instant(t.now)
+            where = f"{inst}:{self._line('instances.jsonl', t.instance_id)}: instance {t.instance_id!r}"
+            if now is None:
+                problems.append(f"{where}: now {t.now!r} is not ISO 8601")
+            elif turn is not None and now <= (_instant(turn.timestamp) or now):
+                problems.append(f"{where}: now {t.now} is not after the last turn of {t.user_id}'s history "
+                                f"({turn.id}, {turn.timestamp})")
+        if problems:
+            raise _problems(f"dataset {self.root}: {len(problems)} task(s) come before the end of their user's "
+                            "history, so a memory agent, which ingests the whole history first, cannot be run on them",
+                            problems)
 
     def _check_scenarios(self, tasks: list[TaskView]) -> list[str]:
         """Scenario ids against the shipped taxonomy, when this dataset was built from that version.
