@@ -19,6 +19,10 @@ _REGISTRY: dict[str, dict[str, str]] = {
         "iba": "iba.agents.iba_agent:IBAAgent",
         "iba-fc": "iba.agents.iba_fc:IBAFunctionCallingAgent",
         "external": "iba.agents.external:ExternalAgent",
+        "memory": "iba.agents.memory:MemoryAgent",
+        # reference rows (agents/references.py): the direct prompt with no history / the gold turns only
+        "null": "iba.agents.references:NullAgent",
+        "oracle": "iba.agents.references:OracleAgent",
     },
     # model-string prefix -> backend factory taking (rest_of_string, **options)
     "backends": {

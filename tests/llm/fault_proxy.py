@@ -15,8 +15,10 @@ Faults: delay (hold the answer past the client's timeout), status (429/500/503..
 Retry-After, optionally echoing the Authorization header back as a misbehaving server would),
 drop (close without any response), invalid_json (200 with a body that is not JSON), cut_body (the
 real answer, cut in half, with the full Content-Length), length (the real answer with its text cut
-and finish_reason "length", as a server that stopped early), shrink (an embeddings answer whose
-vectors keep only their first `dims` numbers, as a server swapped for another model would send).
+and finish_reason "length", as a server that stopped early), echo_reply (the real answer, a 200,
+with the request's Authorization header appended to its text, as a prompt-injected model or a
+debugging gateway might), shrink (an embeddings answer whose vectors keep only their first `dims`
+numbers, as a server swapped for another model would send).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ _HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # delay | status | drop | invalid_json | cut_body | length | shrink
+    kind: str  # delay | status | drop | invalid_json | cut_body | length | echo_reply | shrink
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
@@ -74,6 +76,10 @@ class Fault:
     @staticmethod
     def length() -> Fault:
         return Fault("length")
+
+    @staticmethod
+    def echo_reply() -> Fault:
+        return Fault("echo_reply")
 
 
 @dataclass(frozen=True)
@@ -183,6 +189,13 @@ class FaultProxy:
                         item["embedding"] = base64.b64encode(base64.b64decode(emb)[: 4 * fault.dims]).decode()
                     else:
                         item["embedding"] = emb[: fault.dims]
+                self._reply(status, headers, json.dumps(reply).encode())
+
+            def _fault_echo_reply(self, fault: Fault, body: bytes) -> None:
+                status, headers, data = self._upstream(body)
+                reply = json.loads(data)
+                message = reply["choices"][0]["message"]
+                message["content"] = (message.get("content") or "") + f" (you sent {self.headers.get('authorization')})"
                 self._reply(status, headers, json.dumps(reply).encode())
 
             def log_message(self, *args: Any) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from iba.construct import tell_audit
 from iba.construct.count_histograms import BINS, bin_of, empty_hist
-from iba.dataset import Dataset, dump_json
+from iba.dataset import Dataset, DatasetError, dump_json
 from iba.types import SIGNAL_TYPES, Taxonomy
 
 
@@ -185,7 +185,10 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
 
     distractors = _distractor_forms(ds.root)
     users = sorted(ds.personas)
-    turns = {u: _count_lines(ds.root / "histories" / f"{u}.jsonl") for u in users if (ds.root / "histories" / f"{u}.jsonl").exists()}
+    for u in users:  # a user id must name a file in histories/ (not ../x), and the file must be there
+        if not ds.history_path(u).exists():
+            raise DatasetError(f"{ds.history_path(u)}: file not found (persona {u!r} of personas.jsonl has no history)")
+    turns = {u: _count_lines(ds.history_path(u)) for u in users}
     total_turns = sum(turns.values())
     total_relevant = sum(len(v) for v in relevant.values())
     signal = Counter(t for _, _, _, t, _ in labels)
@@ -271,7 +274,7 @@ def format_table2(stats: dict[str, Any]) -> str:
     if tells:
         flagged = [k for k, v in tells["auc"].items() if v > tells["limit"]]
         lines.append(
-            "tells (max(AUC, 1-AUC) of a feature separating evidence from other user turns; 0.5 = chance): "
+            "feature audit (max(AUC, 1-AUC) of a surface feature separating evidence from other user turns; 0.5 = chance): "
             + ", ".join(f"{k} {v:.3f}" for k, v in tells["auc"].items())
             + (f"; above {tells['limit']}: {', '.join(flagged)}" if flagged else f"; all <= {tells['limit']}")
         )
