@@ -487,15 +487,20 @@ def write(results: dict[str, Any]) -> None:
     tmp = RESULTS.with_suffix(".tmp")
     tmp.write_text(json.dumps(results, indent=1) + "\n")
     os.replace(tmp, RESULTS)
-    text = BENCHMARKS.read_text()
-    block = render(results)
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    replace_block(BENCHMARKS, BEGIN, END, render(results), "## Performance suite (issue 10)")
+
+
+def replace_block(path: Path, begin: str, end: str, block: str, heading: str) -> None:
+    """Put `block` (which starts with `begin` and ends with `end`) in place of the file's block between
+    those markers, or at the end under `heading` if it has none; written to a temp file, then renamed."""
+    text = path.read_text()
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + block + text[text.index(end) + len(end):]
     else:
-        text = text.rstrip() + "\n\n## Performance suite (issue 10)\n\n" + block + "\n"
-    tmp = BENCHMARKS.with_suffix(".tmp")
+        text = text.rstrip() + f"\n\n{heading}\n\n" + block + "\n"
+    tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
-    os.replace(tmp, BENCHMARKS)
+    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:

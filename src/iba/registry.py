@@ -34,6 +34,8 @@ _REGISTRY: dict[str, dict[str, str]] = {
         "all-minilm-l6-v2": "iba.retrieval.minilm:MiniLMEmbedder",
         "all-mpnet-base-v2": "iba.retrieval.st_embedders:SentenceTransformerEmbedder.mpnet",
         "bge-m3": "iba.retrieval.st_embedders:SentenceTransformerEmbedder.bge_m3",
+        # `openai:<model>`: any OpenAI-compatible /v1/embeddings server (the factory takes the model)
+        "openai": "iba.retrieval.openai_embedder:OpenAIEmbedder",
     },
     "importers": {
         "prefeval": "iba.adapters.prefeval:import_prefeval",

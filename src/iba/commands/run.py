@@ -89,6 +89,8 @@ def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from iba.commands.embedder_options import add_embedder_arguments
+
     p.add_argument("dataset", type=Path,
                    help="dataset directory (from `iba build` or `iba import`), a Hugging Face export of one "
                    "(`iba export hf`), or a Hugging Face hub id written hf:owner/name (downloaded, needs iba[hf])")
@@ -131,7 +133,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-repeats", type=positive_int, default=1, help="repeated judging per checkpoint (default: 1)")
     p.add_argument("--no-score", action="store_true", help="store actions only; score later with `iba score`")
     p.add_argument("--timeout", type=positive_float, default=900.0, help="seconds per agent action before it is errored")
-    p.add_argument("--embedder", default="minilm", help="retrieval embedder (default: minilm = all-MiniLM-L6-v2, offline)")
+    add_embedder_arguments(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--batch", type=Path, default=None, metavar="DIR",
                    help="call no model: write every pending call (agent steps and judges) as OpenAI Batch API "
@@ -194,13 +196,16 @@ def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None,
     return None
 
 
-def check_embedder(name: str) -> str | None:
-    """An unknown --embedder would fail inside every retrieving agent's act, as errored records."""
-    from iba import registry
+def check_embedder(args: argparse.Namespace) -> str | None:
+    """An unknown --embedder, or an openai: one that cannot be set up, would fail inside every retrieving
+    agent's act; said here instead. Sets args.embedder to the spec with its server settings."""
+    from iba.commands.embedder_options import embedder_from_args
 
-    known = registry.names("embedders")
-    base = name.partition("?")[0]
-    return None if base in known else f"argument --embedder: unknown embedder {base!r} (allowed: {', '.join(known)})"
+    try:
+        args.embedder = embedder_from_args(args)
+    except (ValueError, RuntimeError) as e:
+        return str(e)
+    return None
 
 
 def check_executor(args: argparse.Namespace) -> str | None:
@@ -241,7 +246,7 @@ def main(args: argparse.Namespace) -> int:
     except (DatasetError, HFError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    problem = check_selection(ds, args.domains, args.scenarios, args.users) or check_embedder(args.embedder) or check_executor(args)
+    problem = check_selection(ds, args.domains, args.scenarios, args.users) or check_embedder(args) or check_executor(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
