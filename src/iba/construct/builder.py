@@ -15,7 +15,7 @@ from typing import Any
 from iba import __version__
 from iba.construct import distractors as distractors_mod
 from iba.construct import count_histograms, evidence_bank, ground_truth
-from iba.construct.history import iter_turns
+from iba.construct.history import history_lines
 from iba.construct.personas import make_personas
 from iba.construct.plan_types import PersonaPlan, SessionPlan, StateSpan
 from iba.construct.planner import Knobs, instance_id, persona_states, plan_persona
@@ -26,7 +26,7 @@ from iba.construct.stats import write_stats
 from iba.construct.tasks import answer_key, distractor_label, task_view
 from iba.dataset import write_dataset
 from iba.llm.base import Backend
-from iba.types import Manifest, Persona, Scenario, Taxonomy, Turn
+from iba.types import Manifest, Persona, Scenario, Taxonomy
 
 TextFn = Callable[[PersonaPlan, SessionPlan], list[str]]
 # 1: the first procedural writer; 2: distractor preferences, noise topics with content, a sentence
@@ -105,13 +105,14 @@ def table2_counts(
 
 
 class _LazyHistory:
-    """A persona's turns, written only when iterated (the full build never holds all histories)."""
+    """A persona's turns as JSON lines, written only when iterated (the full build never holds all
+    histories)."""
 
     def __init__(self, plan: PersonaPlan, texts: TextFn, on_done: Callable[[], None]) -> None:
         self.plan, self.texts, self.on_done = plan, texts, on_done
 
-    def __iter__(self) -> Iterator[Turn]:
-        yield from iter_turns(self.plan, lambda s: self.texts(self.plan, s))
+    def __iter__(self) -> Iterator[str]:
+        yield from history_lines(self.plan, lambda s: self.texts(self.plan, s))
         self.on_done()
 
 

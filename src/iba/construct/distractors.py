@@ -86,19 +86,42 @@ def anchored_related(a: Key, b: Key) -> bool:
     return a[1] == b[1] or _share(facets().anchored, a, b)
 
 
+@cache
+def _groups_of(kind: str) -> dict[str, frozenset[str]]:
+    """Dotted dimension key -> the names of the `kind` ("generic" or "anchored") facets it is in."""
+    out: dict[str, set[str]] = {}
+    for name, members in getattr(facets(), kind).items():
+        for m in members:
+            out.setdefault(m, set()).add(name)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
 def own_pool(taxonomy: Taxonomy, task_scenarios: list[Scenario]) -> list[tuple[Scenario, Dimension, bool]]:
-    """(scenario, dimension, must be anchored) a persona with these task scenarios may voice as its own."""
+    """(scenario, dimension, must be anchored) a persona with these task scenarios may voice as its own.
+
+    The same test as generic_related / anchored_related against every task dimension, done with
+    the facets each key is in (the full build asks this ~7 million times pairwise)."""
     tasks = {s.id for s in task_scenarios}
-    taken = [(s.id, d.id) for s in task_scenarios for d in s.dimensions]
+    generic, anchored = _groups_of("generic"), _groups_of("anchored")
+    none: frozenset[str] = frozenset()
+    taken_generic: set[str] = set()
+    taken_anchored: set[str] = set()
+    taken_dims: set[str] = set()
+    for s in task_scenarios:
+        for d in s.dimensions:
+            dotted = f"{s.id}.{d.id}"
+            taken_generic |= generic.get(dotted, none)
+            taken_anchored |= anchored.get(dotted, none)
+            taken_dims.add(d.id)
     out = []
     for s in taxonomy.scenarios():
         if s.id in tasks:
-            continue
+            continue  # generic_related: the same scenario as a task's
         for d in s.dimensions:
-            k = (s.id, d.id)
-            if any(generic_related(k, t) for t in taken):
+            dotted = f"{s.id}.{d.id}"
+            if not taken_generic.isdisjoint(generic.get(dotted, none)):
                 continue
-            out.append((s, d, any(anchored_related(k, t) for t in taken)))
+            out.append((s, d, d.id in taken_dims or not taken_anchored.isdisjoint(anchored.get(dotted, none))))
     return out
 
 
@@ -286,13 +309,18 @@ def place(rng: random.Random, sessions: list[SessionPlan], items: list[Distracto
         free.append(set(range(s.n_turns)) - (set(range(*core)) if core else set()))
 
     def starts(j: int, size: int) -> list[int]:
-        return [a for a in range(0, sessions[j].n_turns - size + 1, 2) if all(a + i in free[j] for i in range(size))]
+        f, n = free[j], sessions[j].n_turns
+        if size == 2:
+            return [a for a in range(0, n - 1, 2) if a in f and a + 1 in f]
+        return [a for a in range(0, n - size + 1, 2) if all(a + i in f for i in range(size))]
 
     slots = {size: [starts(j, size) for j in range(len(sessions))] for size in (2, 4)}
+    # each session's number of free starts, kept up to date (the draw's weights)
+    counts = {size: [len(x) for x in slots[size]] for size in (2, 4)}
     dropped = 0
     for item in items:
         size = exchange_size(item)
-        weights = [len(x) for x in slots[size]]
+        weights = counts[size]
         if not any(weights):
             dropped += 1
             continue
@@ -301,6 +329,7 @@ def place(rng: random.Random, sessions: list[SessionPlan], items: list[Distracto
         free[j] -= set(range(start, start + size))
         for sz in (2, 4):
             slots[sz][j] = starts(j, sz)
+            counts[sz][j] = len(slots[sz][j])
         sessions[j].distractors.append((start, item))
     for s in sessions:
         s.distractors.sort(key=lambda x: x[0])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import string
 from dataclasses import dataclass, field
+from functools import cache
 
 from iba.construct import noise_bank as bank
 from iba.construct.noise_topics import NoiseTopic, load_noise_topics
@@ -49,8 +50,9 @@ def padded_length(rng: random.Random, core: int) -> tuple[int, int]:
     return n, 2 * rng.randint(0, (n - core) // 2)
 
 
+@cache
 def topics_by_id() -> dict[str, NoiseTopic]:
-    return {t.id: t for t in load_noise_topics()}
+    return {t.id: t for t in load_noise_topics()}  # read-only: cached (every noise stretch asks)
 
 
 class TopicDeck:
