@@ -5,13 +5,15 @@
   python bench/build_time.py --preset demo --reference /tmp/ref-demo
 
 A timed build runs `iba build --preset P --seed S --out DIR --no-progress` under /usr/bin/time -v: wall
-seconds, CPU seconds (user + sys, children included) and the largest single process's max RSS; a
-sampler beside it adds the peak of the summed RSS of the build's whole process tree (the figure that
-counts where the build uses worker processes: shared pages are counted once per process, so it is an
-upper bound). With --reference, every file of each build is compared byte for byte (sha256) with the
-reference folder, a build made by earlier code with the same preset and seed: the build must not
-change. --phases runs one more build in this process with the builder's parts wrapped, and prints the
-wall and CPU seconds of each part (exclusive: a part's time excludes the parts it calls).
+seconds, CPU seconds (user + sys, worker processes included) and the largest single process's max
+RSS; a sampler beside it (every 0.1 s) adds the peak of the build's whole process tree: summed RSS
+(a page shared by forked processes counted in each: an upper bound) and summed PSS (a shared page
+split between them: the memory the build holds; the figure to hold against a memory limit). With
+--reference, every file of each build is compared byte for byte (sha256) with the reference
+folder, a build made by earlier code with the same preset and seed: the build must not change.
+--phases runs one more build in this process, in one process (--workers 1), with the builder's
+parts wrapped, and prints the wall and CPU seconds of each part (exclusive: a part's time excludes
+the parts it calls).
 Timing is measured here, never asserted in tests; say "under load" when the machine was busy.
 """
 
@@ -19,10 +21,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -80,28 +82,31 @@ def compare(built: Path, reference: Path) -> list[str]:
 # --------------------------------------------------------------------------- timed builds
 
 
-def _tree_rss_kb(pid: int) -> int:
-    """Summed VmRSS of `pid` and all its descendants (0 once gone)."""
+def _tree_memory_kb(pid: int) -> tuple[int, int]:
+    """(summed VmRSS, summed Pss) of `pid` and all its descendants (0 once gone). Pss splits a
+    page shared by forked processes between them: the sum is the memory the tree really holds."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
-            text = Path(f"/proc/{d}/status").read_text()
+            text = Path(f"/proc/{d}/stat").read_text()
         except OSError:
             continue
-        pp = re.search(r"^PPid:\s+(\d+)", text, re.M)
-        rs = re.search(r"^VmRSS:\s+(\d+)", text, re.M)
-        if pp:
-            children.setdefault(int(pp.group(1)), []).append(int(d))
-        rss[int(d)] = int(rs.group(1)) if rs else 0
-    total, todo = 0, [pid]
+        ppid = int(text.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(d))
+    rss = pss = 0
+    todo = [pid]
     while todo:
         p = todo.pop()
-        total += rss.get(p, 0)
+        try:
+            roll = Path(f"/proc/{p}/smaps_rollup").read_text()
+            rss += int(re.search(r"^Rss:\s+(\d+)", roll, re.M).group(1))  # type: ignore[union-attr]
+            pss += int(re.search(r"^Pss:\s+(\d+)", roll, re.M).group(1))  # type: ignore[union-attr]
+        except (OSError, AttributeError):
+            pass
         todo += children.get(p, [])
-    return total
+    return rss, pss
 
 
 def _time_v(stderr: str, label: str) -> float:
@@ -118,12 +123,13 @@ def timed_build(a: argparse.Namespace, out: Path) -> dict[str, Any]:
     shutil.rmtree(out, ignore_errors=True)
     cmd = ["/usr/bin/time", "-v", *IBA, "build", "--preset", a.preset, "--seed", str(a.seed), "--out", str(out), "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak = [0]
+    peak = [0, 0]
     done = threading.Event()
 
     def sample() -> None:
-        while not done.wait(0.05):
-            peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+        while not done.wait(0.1):
+            rss, pss = _tree_memory_kb(proc.pid)
+            peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
 
     t = threading.Thread(target=sample, daemon=True)
     t.start()
@@ -137,6 +143,7 @@ def timed_build(a: argparse.Namespace, out: Path) -> dict[str, Any]:
         "cpu_s": _time_v(err, "User time (seconds)") + _time_v(err, "System time (seconds)"),
         "max_rss_mb": _time_v(err, "Maximum resident set size") / 1024,
         "tree_rss_mb": peak[0] / 1024,  # /usr/bin/time itself is ~2 MB of it
+        "tree_pss_mb": peak[1] / 1024,
         "load": os.getloadavg()[0],
     }
 
@@ -154,8 +161,7 @@ class Phases:
 
     @staticmethod
     def _now() -> tuple[float, float]:
-        ch = resource.getrusage(resource.RUSAGE_CHILDREN)  # worker processes, once joined
-        return time.perf_counter(), time.process_time() + ch.ru_utime + ch.ru_stime
+        return time.perf_counter(), time.process_time()
 
     def _add(self, label: str, wall: float, cpu: float) -> None:
         self.wall[label] = self.wall.get(label, 0.0) + wall
@@ -203,21 +209,25 @@ class Phases:
 
 
 def _is_generator(fn: Any) -> bool:
-    import inspect
-
     return inspect.isgeneratorfunction(fn)
 
 
-# (module, attribute, label): the builder's parts. Parts missing in this version of the code are skipped.
+# (module, attribute, label): the builder's parts. Parts missing in this version of the code are
+# skipped (the first rows are the code before issue 33, the others after).
 PARTS = [
     ("iba.construct.builder", "plan_dataset", "plan: personas, states, instances, sessions"),
-    ("iba.construct.builder", "table2_counts", "plan: Table 2 counts"),
+    ("iba.construct.builder", "plan_work", "plan: personas, states, Table 2 counts"),
+    ("iba.construct.builder", "table2_counts", "plan: personas, states, Table 2 counts"),
+    ("iba.construct.builder", "plan_persona", "plan: personas, states, instances, sessions"),
     ("iba.construct.distractors", "add_distractors", "plan: distractors"),
     ("iba.construct.distractors", "anchor_rates", "plan: distractors"),
+    ("iba.construct.distractors", "profile_counts", "plan: distractors"),
+    ("iba.construct.distractors", "anchor_counts", "plan: distractors"),
     ("iba.construct.procedural_writer.ProceduralWriter", "texts", "write: history text"),
-    ("iba.construct.builder", "write_dataset", "write: serialise + files (histories, keys, labels)"),
-    ("iba.construct.builder", "answer_key", "write: answer keys"),
-    ("iba.construct.builder", "distractor_label", "write: distractor labels"),
+    ("iba.construct.builder", "write_jsonl", "write: records as JSON, files"),
+    ("iba.construct.builder", "write_dataset", "write: records as JSON, files"),
+    ("iba.construct.builder", "answer_key", "write: answer keys, distractor labels"),
+    ("iba.construct.builder", "distractor_label", "write: answer keys, distractor labels"),
     ("iba.construct.builder", "write_stats", "stats: Table 2, counts"),
     ("iba.construct.stats", "tell_aucs", "stats: feature tells"),
     ("iba.construct.tell_audit", "audit", "stats: tell audit"),
@@ -237,10 +247,12 @@ def phase_build(a: argparse.Namespace, out: Path) -> dict[str, Any]:
         phases.wrap(owner, attr, label)
     from iba.construct.builder import build_dataset
 
+    # one process, so that every part is seen (worker processes would hide theirs)
+    one = {"workers": 1} if "workers" in inspect.signature(build_dataset).parameters else {}
     shutil.rmtree(out, ignore_errors=True)
     w0, c0 = phases._now()
     with phases.part("other (taxonomy, manifest, glue)"):
-        build_dataset(out, preset=a.preset, seed=a.seed, progress=False)
+        build_dataset(out, preset=a.preset, seed=a.seed, progress=False, **one)
     w1, c1 = phases._now()
     return {"wall": phases.wall, "cpu": phases.cpu, "total_wall": w1 - w0, "total_cpu": c1 - c0}
 
@@ -266,15 +278,16 @@ def main(argv: list[str] | None = None) -> int:
                     log("  bytes differ from the reference:\n    " + "\n    ".join(problems[:20]))
             result["runs"].append(r)
             log(f"build {i + 1}/{a.repeats}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, max RSS {r['max_rss_mb']:.0f} MB, "
-                f"process tree {r['tree_rss_mb']:.0f} MB, load {r['load']:.1f}"
+                f"process tree RSS {r['tree_rss_mb']:.0f} MB / PSS {r['tree_pss_mb']:.0f} MB, load {r['load']:.1f}"
                 + ("" if not a.reference else ", identical to the reference" if r["identical"] else ", DIFFERS"))
         if result["runs"]:
             runs = result["runs"]
-            result["median"] = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "max_rss_mb", "tree_rss_mb")}
+            result["median"] = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "max_rss_mb", "tree_rss_mb", "tree_pss_mb")}
             m = result["median"]
             walls = ", ".join(f"{r['wall_s']:.1f}" for r in runs)
             print(f"{a.preset} build, median of {len(runs)}: {m['wall_s']:.1f} s wall ({walls}), "
-                  f"{m['cpu_s']:.1f} s CPU, peak RSS {m['max_rss_mb']:.0f} MB (process tree {m['tree_rss_mb']:.0f} MB)"
+                  f"{m['cpu_s']:.1f} s CPU, peak RSS {m['max_rss_mb']:.0f} MB "
+                  f"(process tree: RSS {m['tree_rss_mb']:.0f} MB, PSS {m['tree_pss_mb']:.0f} MB)"
                   + (f"; bytes {'identical to' if not failed else 'DIFFERENT from'} {a.reference}" if a.reference else ""))
         if a.phases:
             out = work / "phases"

@@ -8,7 +8,10 @@ same answer key for the same seed. The procedural build is byte-identical for a 
 from __future__ import annotations
 
 import gc
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,9 @@ from iba.construct.procedural_writer import ProceduralWriter
 from iba.construct.rng import derive
 from iba.construct.stats import write_stats
 from iba.construct.tasks import answer_key, distractor_label, task_view
-from iba.dataset import write_dataset
+from iba.construct.workers import Shard, can_fork, run_shards
+from iba.cpus import usable_cpus
+from iba.dataset import write_dataset, write_jsonl
 from iba.llm.base import Backend
 from iba.types import Manifest, Persona, Scenario, Taxonomy
 
@@ -48,10 +53,14 @@ def assign_instances(scenarios: list[Scenario], preset: Preset, n_personas: int,
     return out
 
 
-def plan_dataset(
+Work = tuple[Persona, list[Scenario], Knobs, list[StateSpan]]  # a persona, its scenarios, knobs and states
+
+
+def plan_work(
     taxonomy: Taxonomy, preset: Preset, *, seed: int, noise_ratio: float, history_turns: int | None, personas: int | None,
-    distractors: bool = True,
-) -> list[PersonaPlan]:
+) -> tuple[list[Work], dict[str, tuple[int, int]]]:
+    """The build's personas with their scenarios, knobs and states, and Table 2's targets per
+    instance: what planning each persona needs from the whole build."""
     scenarios = preset.select(taxonomy)
     n = personas or preset.personas or len(scenarios)
     people = make_personas(n, seed)
@@ -69,6 +78,15 @@ def plan_dataset(
         knobs = Knobs(seed=seed, noise_ratio=noise_ratio, history_turns=history_turns, force_dynamic=force_dynamic, force_state=force_state)
         work.append((person, scen, knobs, persona_states(person, scen, taxonomy, knobs)))
     counts = table2_counts(taxonomy, [(p, scen, spans) for p, scen, _, spans in work], seed)
+    return work, counts
+
+
+def plan_dataset(
+    taxonomy: Taxonomy, preset: Preset, *, seed: int, noise_ratio: float, history_turns: int | None, personas: int | None,
+    distractors: bool = True,
+) -> list[PersonaPlan]:
+    """Every persona's plan, in one process (build_dataset plans its shards' personas in each)."""
+    work, counts = plan_work(taxonomy, preset, seed=seed, noise_ratio=noise_ratio, history_turns=history_turns, personas=personas)
     plans = [plan_persona(p, scen, taxonomy, knobs, counts, spans) for p, scen, knobs, spans in work]
     if distractors:  # after all personas: distractors follow the whole build's evidence profile
         distractors_mod.add_distractors(seed, plans, taxonomy)
@@ -104,16 +122,110 @@ def table2_counts(
     return out
 
 
-class _LazyHistory:
-    """A persona's turns as JSON lines, written only when iterated (the full build never holds all
-    histories)."""
+@dataclass
+class _Job:
+    """What every shard of a build shares (a forked worker inherits it; nothing here is pickled)."""
 
-    def __init__(self, plan: PersonaPlan, texts: TextFn, on_done: Callable[[], None]) -> None:
-        self.plan, self.texts, self.on_done = plan, texts, on_done
+    out: Path
+    taxonomy: Taxonomy
+    seed: int
+    counts: dict[str, tuple[int, int]]
+    distractors: bool
+    writer: str
+    parts: Path  # the shards' parts of the dataset's files, joined in shard order at the end
+    backend: Backend | None = None
+    max_rewrites: int = 2
+    concurrency: int = 4
+    progress: bool = True
 
-    def __iter__(self) -> Iterator[str]:
-        yield from history_lines(self.plan, lambda s: self.texts(self.plan, s))
-        self.on_done()
+
+@dataclass
+class _ShardOut:
+    """What a shard wrote (its histories in place, its part of each other file) and its counts."""
+
+    files: dict[str, Path]
+    counts: dict[str, int]
+    scenarios: set[str]
+    anchor_rates: dict[str, float] | None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _finish_profile(c: distractors_mod.ProfileCounts) -> distractors_mod.Profile:
+    return c.profile()
+
+
+def _finish_anchors(c: distractors_mod.AnchorCounts) -> dict[str, float]:
+    return c.rates()
+
+
+def _shard(job: _Job, index: int, work: list[Work], progress: Callable[[int], None]) -> Shard:
+    """Plan, write and label the personas of `work` (see iba.construct.workers: the yields are the
+    points where the shards agree on the whole build's evidence profile and anchor rates)."""
+    seed, taxonomy = job.seed, job.taxonomy
+    plans = [plan_persona(p, scen, taxonomy, knobs, job.counts, spans) for p, scen, knobs, spans in work]
+    rates = None
+    if job.distractors:  # after all personas: distractors follow the whole build's evidence profile
+        prof = yield distractors_mod.profile_counts(plans, taxonomy), _finish_profile
+        distractors_mod.add_distractors(seed, plans, taxonomy, prof)
+        rates = yield distractors_mod.anchor_counts(plans), _finish_anchors
+    params: dict[str, Any] = {}
+    if job.writer == "procedural":
+        proc = ProceduralWriter(seed, anchor_rates=rates)
+        texts: TextFn = proc.texts
+        spans = proc.spans  # filled while the histories are written, read after
+    else:
+        from iba.construct.llm_writer import LLMWriter
+
+        llm = LLMWriter(job.backend, job.out, seed=seed, max_rewrites=job.max_rewrites, concurrency=job.concurrency,  # type: ignore[arg-type]
+                        progress=job.progress)
+        texts = llm.write_all(plans)
+        params = llm.manifest_params()
+        # model-written turns have no known spans; the procedural parts (distractors, fallbacks) do
+        spans = llm.fallback.spans
+    for p in sorted(plans, key=lambda p: p.persona.id):
+        write_jsonl(job.out / "histories" / f"{p.persona.id}.jsonl", history_lines(p, lambda s, p=p: texts(p, s)))
+        progress(1)
+    instances = [i for p in plans for i in p.instances]
+    files = {name: job.parts / f"{index}.{name}" for name in ("personas", "instances", "answer_key", "distractors")}
+    write_jsonl(files["personas"], (p.persona for p in plans))
+    write_jsonl(files["instances"], (task_view(i) for i in instances))
+    write_jsonl(files["answer_key"], (answer_key(i, seed, spans) for i in instances))
+    if job.distractors:
+        write_jsonl(files["distractors"], (lab for p in plans for s in p.sessions for _, d in s.distractors
+                                           for lab in distractor_label(p.persona.id, d, spans)))
+    counts = {
+        "personas": len(plans),
+        "instances": len(instances),
+        "sessions": sum(len(p.sessions) for p in plans),
+        "turns": sum(p.n_turns for p in plans),
+        "relevant_turns": sum(p.n_relevant for p in plans),
+        "distractor_turns": sum(len(s.distractors) for p in plans for s in p.sessions),
+    }
+    return _ShardOut(files, counts, {i.scenario.id for i in instances}, rates, params)
+
+
+def _split(work: list[Work], counts: dict[str, tuple[int, int]], n: int) -> list[list[Work]]:
+    """`work` in `n` consecutive parts of about equal size (a history's length follows its evidence)."""
+    size = [1 + sum(counts[instance_id(p.id, s.id)][1] for s in scen) + sum(len(sp.mentions) for sp in spans)
+            for p, scen, _, spans in work]
+    total, parts, acc = sum(size), [[] for _ in range(n)], 0
+    for w, k in zip(work, size):
+        parts[min(n - 1, acc * n // max(1, total))].append(w)
+        acc += k
+    return [p for p in parts if p]
+
+
+def _part_lines(paths: list[Path]) -> Iterator[str]:
+    for path in paths:
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                yield line.rstrip("\n")
+
+
+def default_workers() -> int:
+    """Processes a procedural build uses by default: up to 2 (more gain little: the plan, the
+    statistics and the files' last assembly are not split)."""
+    return min(2, usable_cpus()) if can_fork() else 1
 
 
 def build_dataset(
@@ -131,6 +243,7 @@ def build_dataset(
     max_rewrites: int = 2,
     concurrency: int = 4,
     distractors_on: bool = True,
+    workers: int | None = None,
 ) -> Manifest:
     """Build an IBA-Bench dataset into `out_dir` and return its manifest.
 
@@ -138,6 +251,8 @@ def build_dataset(
     history_turns: instead, the length of every history (evidence sessions are always kept).
     personas: override the preset's number of personas. writer="llm" needs `backend`.
     distractors_on: False leaves distractor preferences out (to measure what they change).
+    workers: processes that plan and write the personas (procedural writer; None: default_workers());
+    the dataset is the same, byte for byte, for any number.
     """
     from tqdm import tqdm
 
@@ -151,81 +266,66 @@ def build_dataset(
         raise ValueError(f"noise ratio must be >= 1 (turns per relevant turn), got {ratio}")
     if history_turns is not None and history_turns < 1:
         raise ValueError(f"--history-turns must be positive, got {history_turns}")
-    out = Path(out_dir)
-    plans = plan_dataset(taxonomy, pre, seed=seed, noise_ratio=ratio, history_turns=history_turns, personas=personas,
-                         distractors=distractors_on)
-
-    anchor_rates = distractors_mod.anchor_rates(plans)
-    params: dict[str, Any] = {
-        "preset": pre.name,
-        "noise_ratio": ratio,
-        "history_turns": history_turns,
-        "scenarios": sorted({i.scenario.id for p in plans for i in p.instances}),
-        "dynamic_prob": ground_truth.DYNAMIC_PROB,
-        "state_active_prob": ground_truth.STATE_ACTIVE_PROB,
-        # the construction's version: figures measured on a build say which one (README, BENCHMARKS)
-        "generator_version": GENERATOR_VERSION,
-        "distractors_per_labelled_turn": distractors_mod.DISTRACTORS_PER_LABELLED if distractors_on else 0,
-        "evidence_anchor_rates": anchor_rates if distractors_on else evidence_bank.ANCHOR_PROB,
-    }
-    if writer == "procedural":
-        proc = ProceduralWriter(seed, anchor_rates=anchor_rates if distractors_on else None)
-        texts: TextFn = proc.texts
-        spans = proc.spans  # filled while the histories are written; read after (keys are lazy)
-    elif writer == "llm":
-        if backend is None:
-            raise ValueError("the llm writer needs a model: pass --model (and --base-url for an openai: server)")
-        from iba.construct.llm_writer import LLMWriter
-
-        llm = LLMWriter(backend, out, seed=seed, max_rewrites=max_rewrites, concurrency=concurrency, progress=progress)
-        texts = llm.write_all(plans)
-        params.update(llm.manifest_params())
-        # model-written turns have no known spans; the procedural parts (distractors, fallbacks) do
-        spans = llm.fallback.spans
-    else:
+    if writer not in ("procedural", "llm"):
         raise ValueError(f"unknown writer {writer!r}; choose procedural or llm")
-
-    manifest = Manifest(
-        name=f"iba-bench-{pre.name}",
-        generator="iba.construct",
-        writer=writer,
-        seed=seed,
-        taxonomy_version=taxonomy.version,
-        created_by=f"iba {__version__}",
-        counts={
-            "personas": len(plans),
-            "instances": sum(len(p.instances) for p in plans),
-            "sessions": sum(len(p.sessions) for p in plans),
-            "turns": sum(p.n_turns for p in plans),
-            "relevant_turns": sum(p.n_relevant for p in plans),
-            "distractor_turns": sum(len(s.distractors) for p in plans for s in p.sessions),
-        },
-        params=params,
-    )
-    instances = [i for p in plans for i in p.instances]
-    bar = tqdm(total=len(plans), desc="writing histories", unit="persona", disable=not progress)
-    histories = {p.persona.id: _LazyHistory(p, texts, lambda: bar.update(1)) for p in plans}
-    _remove_stale_histories(out, set(histories))
-    write_dataset(
-        out,
-        manifest,
-        [p.persona for p in plans],
-        histories,  # type: ignore[arg-type]  # iterables of turns, written one persona at a time
-        [task_view(i) for i in instances],
-        # generators: consumed after the histories are written, when the writer knows the spans
-        (answer_key(i, seed, spans) for i in instances),
-        (lab for p in plans for s in p.sessions for _, d in s.distractors for lab in distractor_label(p.persona.id, d, spans))
-        if distractors_on else None,
-    )
-    bar.close()
-    # the plans and the writer's spans are done with: free them before the statistics (the tell
-    # audit) read the dataset back, so the full build's peak is one of the two, not their sum
-    del plans, instances, histories, texts, spans
-    if writer == "procedural":
-        del proc
+    if writer == "llm" and backend is None:
+        raise ValueError("the llm writer needs a model: pass --model (and --base-url for an openai: server)")
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    # the llm writer holds every plan in one process (its requests are batched over the whole build)
+    n_workers = 1 if writer == "llm" or not can_fork() else (workers or default_workers())
+    out = Path(out_dir)
+    work, counts = plan_work(taxonomy, pre, seed=seed, noise_ratio=ratio, history_turns=history_turns, personas=personas)
+    _remove_stale_histories(out, {p.id for p, _, _, _ in work})
+    parts = _split(work, counts, n_workers)
+    (out / "histories").mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out, prefix=".build-"))
+    try:
+        job = _Job(out=out, taxonomy=taxonomy, seed=seed, counts=counts, distractors=distractors_on, writer=writer, parts=tmp,
+                   backend=backend, max_rewrites=max_rewrites, concurrency=concurrency, progress=progress)
+        del work
+        bar = tqdm(total=sum(len(p) for p in parts), desc="writing histories", unit="persona", disable=not progress)
+        shards = run_shards(lambda i, report: _shard(job, i, parts[i], report), len(parts), bar.update)
+        bar.close()
+        rates = shards[0].anchor_rates
+        params: dict[str, Any] = {
+            "preset": pre.name,
+            "noise_ratio": ratio,
+            "history_turns": history_turns,
+            "scenarios": sorted(set().union(*(s.scenarios for s in shards))),
+            "dynamic_prob": ground_truth.DYNAMIC_PROB,
+            "state_active_prob": ground_truth.STATE_ACTIVE_PROB,
+            # the construction's version: figures measured on a build say which one (README, BENCHMARKS)
+            "generator_version": GENERATOR_VERSION,
+            "distractors_per_labelled_turn": distractors_mod.DISTRACTORS_PER_LABELLED if distractors_on else 0,
+            "evidence_anchor_rates": rates if distractors_on else evidence_bank.ANCHOR_PROB,
+        }
+        for s in shards:
+            params.update(s.params)
+        manifest = Manifest(
+            name=f"iba-bench-{pre.name}",
+            generator="iba.construct",
+            writer=writer,
+            seed=seed,
+            taxonomy_version=taxonomy.version,
+            created_by=f"iba {__version__}",
+            counts={k: sum(s.counts[k] for s in shards) for k in shards[0].counts},
+            params=params,
+        )
+        files = {name: [s.files[name] for s in shards] for name in shards[0].files}
+        write_dataset(
+            out, manifest, _part_lines(files["personas"]), {}, _part_lines(files["instances"]), _part_lines(files["answer_key"]),
+            _part_lines(files["distractors"]) if distractors_on else None,
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    # the plans and the writer's spans are done with (they were the shards'): free what is left
+    # before the statistics (the tell audit) read the dataset back, so the full build's peak is
+    # one of the two, not their sum
+    del job, parts, shards
     gc.collect()
     _release_free_memory()
-    write_stats(out, taxonomy)
+    write_stats(out, taxonomy, workers=n_workers)
     return manifest
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
@@ -151,26 +151,56 @@ class Profile:
         return self.reveals.get(k, 0) / self.available[k] if self.available.get(k) else 0.0
 
 
-def profile(plans: list[PersonaPlan], taxonomy: Taxonomy) -> Profile:
-    """The evidence profile of `plans` (PersonaPlans of one build)."""
-    reveals: Counter[Key] = Counter()
-    signals: Counter[str] = Counter()
-    bundles: Counter[int] = Counter()
-    available: Counter[Key] = Counter()
-    recent = n_items = 0
+def _sum(a: Counter, b: Counter) -> Counter:
+    """a + b keeping zero counts (Counter's + drops them)."""
+    out = Counter(a)
+    out.update(b)
+    return out
+
+
+@dataclass
+class ProfileCounts:
+    """The counts behind a Profile, for some of a build's personas: the counts of two groups of
+    personas add up to those of all of them (a build split over processes adds its parts)."""
+
+    reveals: Counter[Key] = field(default_factory=Counter)
+    available: Counter[Key] = field(default_factory=Counter)
+    signals: Counter[str] = field(default_factory=Counter)
+    bundles: Counter[int] = field(default_factory=Counter)
+    recent: int = 0
+    items: int = 0
+
+    def __add__(self, other: ProfileCounts) -> ProfileCounts:
+        return ProfileCounts(_sum(self.reveals, other.reveals), _sum(self.available, other.available),
+                             _sum(self.signals, other.signals), _sum(self.bundles, other.bundles),
+                             self.recent + other.recent, self.items + other.items)
+
+    def profile(self) -> Profile:
+        return Profile(dict(self.reveals), dict(self.available), dict(self.signals), dict(self.bundles),
+                       self.recent / self.items if self.items else 0.0)
+
+
+def profile_counts(plans: list[PersonaPlan], taxonomy: Taxonomy) -> ProfileCounts:
+    """The evidence profile's counts over `plans`."""
+    c = ProfileCounts()
     for p in plans:
         for inst in p.instances:
             for item in inst.evidence:
-                n_items += 1
-                recent += item.recent
-                signals[item.signal_type] += 1
-                bundles[len(item.reveals)] += 1
+                c.items += 1
+                c.recent += item.recent
+                c.signals[item.signal_type] += 1
+                c.bundles[len(item.reveals)] += 1
                 for r in item.reveals:
-                    reveals[(inst.scenario.id, r.dimension)] += 1
+                    c.reveals[(inst.scenario.id, r.dimension)] += 1
         tasks = list({i.scenario.id: i.scenario for i in p.instances}.values())
         for s, d, _ in own_pool(taxonomy, tasks):
-            available[(s.id, d.id)] += 1
-    return Profile(dict(reveals), dict(available), dict(signals), dict(bundles), recent / n_items if n_items else 0.0)
+            c.available[(s.id, d.id)] += 1
+    return c
+
+
+def profile(plans: list[PersonaPlan], taxonomy: Taxonomy) -> Profile:
+    """The evidence profile of `plans` (PersonaPlans of one build)."""
+    return profile_counts(plans, taxonomy).profile()
 
 
 def _weighted_sample(rng: random.Random, items: list, weights: list[float], k: int) -> list:
@@ -336,14 +366,15 @@ def place(rng: random.Random, sessions: list[SessionPlan], items: list[Distracto
     return dropped
 
 
-def add_distractors(seed: int, plans: list[PersonaPlan], taxonomy: Taxonomy) -> None:
-    """Plan every persona's distractors (with the build's evidence profile), place them in its
-    sessions' filler and give each its turn id and time (the sessions are laid out already; the
-    history's length does not change)."""
+def add_distractors(seed: int, plans: list[PersonaPlan], taxonomy: Taxonomy, prof: Profile | None = None) -> None:
+    """Plan every persona's distractors (with the build's evidence profile `prof`, by default that
+    of `plans`), place them in its sessions' filler and give each its turn id and time (the
+    sessions are laid out already; the history's length does not change)."""
     from iba.construct.history import turn_id
     from iba.construct.rng import derive
 
-    prof = profile(plans, taxonomy)
+    if prof is None:
+        prof = profile(plans, taxonomy)
     for p in plans:
         rng = derive(seed, p.persona.id, "distractors")
         items = plan_distractors(rng, p.persona.id, p.instances, taxonomy, p.n_relevant, prof)
@@ -353,24 +384,43 @@ def add_distractors(seed: int, plans: list[PersonaPlan], taxonomy: Taxonomy) -> 
                 d.turn_id, d.timestamp = turn_id(p.persona.id, s.index, k), s.turn_times[k]
 
 
-def anchor_rates(plans: list[PersonaPlan]) -> dict[str, float]:
-    """How often an evidence turn of each scenario names its scenario, so that naming one tells
-    evidence from distractors no better than chance: a scenario whose distractors must name it n
-    times gets its evidence named so that names and turns keep the build's evidence-to-distractor
-    ratio (at most always). Distractors that need not name their scenario never do."""
-    evidence: Counter[str] = Counter()
-    named: Counter[str] = Counter()
-    exchanges = 0
+@dataclass
+class AnchorCounts:
+    """Evidence items and anchored distractor exchanges per scenario, for some of a build's personas
+    (counts of two groups add up)."""
+
+    evidence: Counter[str] = field(default_factory=Counter)
+    named: Counter[str] = field(default_factory=Counter)
+    exchanges: int = 0
+
+    def __add__(self, other: AnchorCounts) -> AnchorCounts:
+        return AnchorCounts(_sum(self.evidence, other.evidence), _sum(self.named, other.named), self.exchanges + other.exchanges)
+
+    def rates(self) -> dict[str, float]:
+        """How often an evidence turn of each scenario names its scenario, so that naming one tells
+        evidence from distractors no better than chance: a scenario whose distractors must name it n
+        times gets its evidence named so that names and turns keep the build's evidence-to-distractor
+        ratio (at most always). Distractors that need not name their scenario never do."""
+        total = sum(self.evidence.values())
+        if not self.exchanges or not total:
+            return {}
+        ratio = total / self.exchanges
+        return {sid: round(min(1.0, ratio * self.named[sid] / n), 4) for sid, n in sorted(self.evidence.items()) if n}
+
+
+def anchor_counts(plans: list[PersonaPlan]) -> AnchorCounts:
+    c = AnchorCounts()
     for p in plans:
         for inst in p.instances:
-            evidence[inst.scenario.id] += len(inst.evidence)
+            c.evidence[inst.scenario.id] += len(inst.evidence)
         for s in p.sessions:
             for _, d in s.distractors:
                 if d.form in ("own_other_topic", "other_person"):
-                    exchanges += 1
-                    named[d.scenario.id] += d.anchored
-    total = sum(evidence.values())
-    if not exchanges or not total:
-        return {}
-    ratio = total / exchanges
-    return {sid: round(min(1.0, ratio * named[sid] / n), 4) for sid, n in sorted(evidence.items()) if n}
+                    c.exchanges += 1
+                    c.named[d.scenario.id] += d.anchored
+    return c
+
+
+def anchor_rates(plans: list[PersonaPlan]) -> dict[str, float]:
+    """AnchorCounts.rates over `plans` (a whole build)."""
+    return anchor_counts(plans).rates()

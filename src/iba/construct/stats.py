@@ -16,6 +16,7 @@ import numpy as np
 
 from iba.construct import tell_audit
 from iba.construct.count_histograms import BINS, bin_of, empty_hist
+from iba.construct.workers import InWorker, can_fork
 from iba.dataset import Dataset, dump_json
 from iba.types import SIGNAL_TYPES, Taxonomy
 
@@ -139,8 +140,9 @@ def _distractor_forms(root: Path) -> dict[str, dict[str, str]]:
     return out
 
 
-def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True) -> dict[str, Any]:
-    """Table 2 statistics and the rest; `audit` adds the tell audit (iba.construct.tell_audit)."""
+def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True, workers: int = 1) -> dict[str, Any]:
+    """Table 2 statistics and the rest; `audit` adds the tell audit (iba.construct.tell_audit),
+    run in a worker process beside the rest when `workers` > 1 (the same figures either way)."""
     ds = Dataset(root)
     if taxonomy is None:
         from iba.taxonomy import load_taxonomy
@@ -184,8 +186,16 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
             labels.add((lab.turn_id, lab.dimension, lab.value, lab.signal_type, lab.superseded))
 
     distractors = _distractor_forms(ds.root)
-    users = sorted(ds.personas)
-    turns = {u: _count_lines(ds.root / "histories" / f"{u}.jsonl") for u in users if (ds.root / "histories" / f"{u}.jsonl").exists()}
+    # the tell audit (the longest part) in a worker, beside the reading of every history here
+    pending = InWorker(tell_audit.audit, ds.root, relevant, distractors) if audit and workers > 1 and can_fork() else None
+    try:
+        users = sorted(ds.personas)
+        turns = {u: _count_lines(ds.root / "histories" / f"{u}.jsonl") for u in users if (ds.root / "histories" / f"{u}.jsonl").exists()}
+        tells = tell_aucs(ds.root, relevant)
+        audited = (pending.result() if pending else tell_audit.audit(ds.root, relevant, distractors)) if audit else None
+    finally:
+        if pending:
+            pending.close()
     total_turns = sum(turns.values())
     total_relevant = sum(len(v) for v in relevant.values())
     signal = Counter(t for _, _, _, t, _ in labels)
@@ -230,13 +240,13 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
         "distractor_turns": sum(len(v) for v in distractors.values()),
         # preference-shaped turns that are not evidence, per evidence-carrying turn
         "distractors_per_relevant": round(sum(len(v) for v in distractors.values()) / total_relevant, 2) if total_relevant else None,
-        "tells": tell_aucs(ds.root, relevant),
-        **({"tell_audit": tell_audit.audit(ds.root, relevant, distractors)} if audit else {}),
+        "tells": tells,
+        **({"tell_audit": audited} if audit else {}),
     }
 
 
-def write_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True) -> dict[str, Any]:
-    stats = compute_stats(root, taxonomy, audit=audit)
+def write_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True, workers: int = 1) -> dict[str, Any]:
+    stats = compute_stats(root, taxonomy, audit=audit, workers=workers)
     dump_json(Path(root) / "stats.json", stats)
     return stats
 
