@@ -7,7 +7,6 @@ same answer key for the same seed. The procedural build is byte-identical for a 
 
 from __future__ import annotations
 
-import gc
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from iba import __version__
 from iba.construct import distractors as distractors_mod
 from iba.construct import count_histograms, evidence_bank, ground_truth
 from iba.construct.history import history_lines
+from iba.construct.memory import release_free_memory
 from iba.construct.personas import make_personas
 from iba.construct.plan_types import PersonaPlan, SessionPlan, StateSpan
 from iba.construct.planner import Knobs, instance_id, persona_states, plan_persona
@@ -323,21 +323,9 @@ def build_dataset(
     # before the statistics (the tell audit) read the dataset back, so the full build's peak is
     # one of the two, not their sum
     del job, parts, shards
-    gc.collect()
-    _release_free_memory()
+    release_free_memory()
     write_stats(out, taxonomy, workers=n_workers)
     return manifest
-
-
-def _release_free_memory() -> None:
-    """Hand freed heap pages back to the OS (glibc keeps them otherwise), so the statistics that
-    follow do not stack on the writer's high-water mark. A no-op where there is no glibc."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _remove_stale_histories(out: Path, keep: set[str]) -> None:

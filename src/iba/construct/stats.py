@@ -16,6 +16,7 @@ import numpy as np
 
 from iba.construct import tell_audit
 from iba.construct.count_histograms import BINS, bin_of, empty_hist
+from iba.construct.memory import release_free_memory
 from iba.construct.workers import InWorker, can_fork
 from iba.dataset import Dataset, dump_json
 from iba.types import SIGNAL_TYPES, Taxonomy
@@ -185,7 +186,9 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
             rel.add(lab.turn_id)
             labels.add((lab.turn_id, lab.dimension, lab.value, lab.signal_type, lab.superseded))
 
+    del keys
     distractors = _distractor_forms(ds.root)
+    release_free_memory()  # the answer keys: not kept, nor inherited by the audit's worker
     # the tell audit (the longest part) in a worker, beside the reading of every history here
     pending = InWorker(tell_audit.audit, ds.root, relevant, distractors) if audit and workers > 1 and can_fork() else None
     try:

@@ -81,8 +81,14 @@ def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str
     random.Random(seed).shuffle(users)
     users = users[:max_personas]
     out: dict[str, Any] = {"personas": len(users), "seed": seed}
-    histories = {u: _user_turns(root / "histories" / f"{u}.jsonl") for u in users}
-    shares, maxima = zip(*(recurrence(histories[u]) for u in users)) if users else ((), ())
+    histories: dict[str, list[tuple[str, str]]] = {}  # user -> (turn id, text) of the user's turns
+    shares, maxima = [], []
+    for u in users:
+        turns = _user_turns(root / "histories" / f"{u}.jsonl")
+        share, most = recurrence(turns)
+        shares.append(share)
+        maxima.append(most)
+        histories[u] = [(tid, text) for tid, role, text in turns if role == "user"]
     out["recurrence"] = {
         "threshold": RECUR,
         "long_chars": LONG,
@@ -104,32 +110,35 @@ def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str
         texts, is_ev, is_dis, forms = [], [], [], []
         for u in part:
             ev, dis = evidence.get(u, set()), (distractors or {}).get(u, {})
-            for tid, role, text in histories[u]:
-                if role == "user":
-                    texts.append(text)
-                    is_ev.append(tid in ev)
-                    is_dis.append(tid in dis and tid not in ev)
-                    forms.append(dis.get(tid, ""))
+            for tid, text in histories[u]:
+                texts.append(text)
+                is_ev.append(tid in ev)
+                is_dis.append(tid in dis and tid not in ev)
+                forms.append(dis.get(tid, ""))
         return texts, np.array(is_ev, dtype=bool), np.array(is_dis, dtype=bool), forms
 
     train, test = users[:n_train], users[n_train:]
     x_train, y_train, _, _ = rows(train)
     x_test, y_test, dis_test, forms_test = rows(test)
+    del histories  # the texts are in the rows now; the ids are not needed (the full build's peak memory is here)
     if y_train.sum() == 0 or y_train.all() or y_test.sum() == 0:
         out["classifier"] = {"available": False, "reason": "a split has no evidence turns (or nothing else)"}
         return out
+    # names for the heaviest buckets: the n-grams of the training evidence turns, hashed the same way
+    ev_vocab = CountVectorizer(ngram_range=(1, 2), lowercase=True).fit([x for x, e in zip(x_train, y_train) if e]).get_feature_names_out()
     # hashed n-grams: no vocabulary of every bigram of ~100,000 turns in memory (that alone took
     # ~400 MB at full size); 2^20 buckets keep collisions negligible
     hasher = HashingVectorizer(ngram_range=(1, 2), lowercase=True, alternate_sign=False, norm=None, n_features=N_FEATURES, dtype=np.float32)
     tfidf = TfidfTransformer(sublinear_tf=True)
     xt = tfidf.fit_transform(hasher.transform(x_train))
+    del x_train
     clf = LogisticRegression(C=C, max_iter=2000, solver="liblinear", random_state=seed)
     clf.fit(xt, y_train)
+    del xt
     scores = clf.decision_function(tfidf.transform(hasher.transform(x_test)))
+    del x_test
     n = int(y_test.sum())
     top = np.argsort(-scores, kind="mergesort")[:n]
-    # names for the heaviest buckets: the n-grams of the training evidence turns, hashed the same way
-    ev_vocab = CountVectorizer(ngram_range=(1, 2), lowercase=True).fit([x for x, e in zip(x_train, y_train) if e]).get_feature_names_out()
     # each n-gram hashed as one feature string (the way the hasher hashes the n-grams it extracts)
     index = HashingVectorizer(analyzer=lambda g: [g], alternate_sign=False, norm=None, n_features=N_FEATURES).transform(ev_vocab).indices
     weights = clf.coef_[0]
