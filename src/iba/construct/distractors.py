@@ -381,7 +381,7 @@ def add_distractors(seed: int, plans: list[PersonaPlan], taxonomy: Taxonomy, pro
         place(rng, p.sessions, items)
         for s in p.sessions:
             for k, d in s.distractor_turns():
-                d.turn_id, d.timestamp = turn_id(p.persona.id, s.index, k), s.turn_times[k]
+                d.turn_id, d.timestamp = turn_id(p.persona.id, s.index, k), s.turn_time(k)
 
 
 @dataclass

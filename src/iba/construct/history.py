@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
@@ -83,32 +84,17 @@ def layout(rng: random.Random, plan: PersonaPlan) -> None:
         width = 14 * 60 // per_day[s.day]
         minute = 7 * 60 + slot * width + rng.randrange(max(1, width - 90))
         s.start = plan.start + timedelta(days=s.day, minutes=minute)
-        offsets = []
+        offsets = array("I")
         at = 0
         for k in range(s.n_turns):
             offsets.append(at)
             # after a user turn the assistant answers fast; after an assistant turn the user reads and types
             at += rng.randint(20, 90) if k % 2 == 0 else rng.randint(40, 240)
-        s.turn_times = times = _stamps(s.start, offsets)
+        s.turn_offsets = offsets
         label = s.labelled
         if label is not None:
             s.item.turn_id = turn_id(pid, index, label)  # type: ignore[union-attr]
-            s.item.timestamp = times[label]  # type: ignore[union-attr]
-
-
-def _stamps(start: datetime, offsets: list[int]) -> list[str]:
-    """iso(start + offset seconds) for each offset: formatted from the start's clock time while
-    the day lasts (the same text, without ~2 million datetime objects in the full build)."""
-    head = iso(start)
-    clock = start.hour * 3600 + start.minute * 60 + start.second
-    if start.microsecond or len(head) < 19:  # not the shape below: the general way
-        return [iso(start + timedelta(seconds=o)) for o in offsets]
-    day, zone = head[:11], head[19:]
-    out = []
-    for o in offsets:
-        c = clock + o
-        out.append(f"{day}{c // 3600:02d}:{c // 60 % 60:02d}:{c % 60:02d}{zone}" if c < 86400 else iso(start + timedelta(seconds=o)))
-    return out
+            s.item.timestamp = s.turn_time(label)  # type: ignore[union-attr]
 
 
 def session_id(persona_id: str, index: int) -> str:
