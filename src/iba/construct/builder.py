@@ -27,8 +27,7 @@ from iba.construct.procedural_writer import ProceduralWriter
 from iba.construct.rng import derive
 from iba.construct.stats import write_stats
 from iba.construct.tasks import answer_key, distractor_label, task_view
-from iba.construct.workers import Shard, can_fork, run_shards
-from iba.cpus import usable_cpus
+from iba.construct.workers import Shard, can_fork, default_workers, run_shards
 from iba.dataset import write_dataset, write_jsonl
 from iba.llm.base import Backend
 from iba.types import Manifest, Persona, Scenario, Taxonomy
@@ -220,12 +219,6 @@ def _part_lines(paths: list[Path]) -> Iterator[str]:
         with path.open(encoding="utf-8") as f:
             for line in f:
                 yield line.rstrip("\n")
-
-
-def default_workers() -> int:
-    """Processes a procedural build uses by default: up to 2 (more gain little: the plan, the
-    statistics and the files' last assembly are not split)."""
-    return min(2, usable_cpus()) if can_fork() else 1
 
 
 def build_dataset(

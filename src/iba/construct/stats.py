@@ -17,7 +17,7 @@ import numpy as np
 from iba.construct import tell_audit
 from iba.construct.count_histograms import BINS, bin_of, empty_hist
 from iba.construct.memory import release_free_memory
-from iba.construct.workers import InWorker, can_fork
+from iba.construct.workers import can_fork
 from iba.dataset import Dataset, dump_json
 from iba.types import SIGNAL_TYPES, Taxonomy
 
@@ -189,13 +189,13 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
     del keys
     distractors = _distractor_forms(ds.root)
     release_free_memory()  # the answer keys: not kept, nor inherited by the audit's worker
-    # the tell audit (the longest part) in a worker, beside the reading of every history here
-    pending = InWorker(tell_audit.audit, ds.root, relevant, distractors) if audit and workers > 1 and can_fork() else None
+    # the tell audit's classifier (the longest part) in a worker, beside the reading of every history here
+    pending = tell_audit.PendingAudit(ds.root, relevant, distractors, worker=workers > 1 and can_fork()) if audit else None
     try:
         users = sorted(ds.personas)
         turns = {u: _count_lines(ds.root / "histories" / f"{u}.jsonl") for u in users if (ds.root / "histories" / f"{u}.jsonl").exists()}
         tells = tell_aucs(ds.root, relevant)
-        audited = (pending.result() if pending else tell_audit.audit(ds.root, relevant, distractors)) if audit else None
+        audited = pending.result() if pending else None
     finally:
         if pending:
             pending.close()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
 from statistics import median
@@ -72,63 +73,115 @@ def recurrence(turns: list[tuple[str, str, str]]) -> tuple[float, int]:
     return share, max(every.values(), default=0)
 
 
-def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None = None, *,
-          seed: int = 0, max_personas: int = MAX_PERSONAS) -> dict[str, Any]:
-    """The tell audit of the dataset at `root`. `evidence`: user id -> the turn ids its answer keys
-    cite; `distractors`: user id -> its distractor turn ids -> their form (None or empty: none)."""
-    root = Path(root)
-    users = sorted(u for u in evidence if (root / "histories" / f"{u}.jsonl").exists())
+def audit_users(root: str | Path, evidence: dict[str, set[str]], *, seed: int = 0, max_personas: int = MAX_PERSONAS) -> list[str]:
+    """The audited personas: up to `max_personas` of those with evidence and a history, drawn with `seed`."""
+    users = sorted(u for u in evidence if (Path(root) / "histories" / f"{u}.jsonl").exists())
     random.Random(seed).shuffle(users)
-    users = users[:max_personas]
-    out: dict[str, Any] = {"personas": len(users), "seed": seed}
-    histories: dict[str, list[tuple[str, str]]] = {}  # user -> (turn id, text) of the user's turns
+    return users[:max_personas]
+
+
+def recurrence_figures(root: str | Path, users: list[str]) -> dict[str, Any]:
+    """How often sentences recur in the histories of `users` (see `recurrence`)."""
     shares, maxima = [], []
     for u in users:
-        turns = _user_turns(root / "histories" / f"{u}.jsonl")
-        share, most = recurrence(turns)
+        share, most = recurrence(_user_turns(Path(root) / "histories" / f"{u}.jsonl"))
         shares.append(share)
         maxima.append(most)
-        histories[u] = [(tid, text) for tid, role, text in turns if role == "user"]
-    out["recurrence"] = {
+    return {
         "threshold": RECUR,
         "long_chars": LONG,
         "median_share": round(median(shares), 4) if shares else None,
         "max_repeats": max(maxima, default=0),
     }
+
+
+def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None = None, *,
+          seed: int = 0, max_personas: int = MAX_PERSONAS) -> dict[str, Any]:
+    """The tell audit of the dataset at `root`. `evidence`: user id -> the turn ids its answer keys
+    cite; `distractors`: user id -> its distractor turn ids -> their form (None or empty: none)."""
+    with PendingAudit(root, evidence, distractors, seed=seed, max_personas=max_personas) as pending:
+        return pending.result()
+
+
+class PendingAudit:
+    """The audit, begun: with `worker`, its classifier (the longer part) runs in a forked process
+    from now on, and `result()` adds the recurrence figures, computed here, to it (what the caller
+    does in between runs beside the classifier). The same figures either way. A context manager:
+    leaving it ends the worker."""
+
+    def __init__(self, root: str | Path, evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None = None, *,
+                 seed: int = 0, max_personas: int = MAX_PERSONAS, worker: bool = False) -> None:
+        from iba.construct.workers import InWorker
+
+        self.root, self.evidence, self.distractors, self.seed = Path(root), evidence, distractors, seed
+        self.users = audit_users(root, evidence, seed=seed, max_personas=max_personas)
+        self._worker = InWorker(classifier, self.root, self.users, evidence, distractors, seed=seed) if worker else None
+
+    def result(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"personas": len(self.users), "seed": self.seed, "recurrence": recurrence_figures(self.root, self.users)}
+        out["classifier"] = self._worker.result() if self._worker else classifier(self.root, self.users, self.evidence,
+                                                                                   self.distractors, seed=self.seed)
+        return out
+
+    def close(self) -> None:
+        if self._worker:
+            self._worker.close()
+
+    def __enter__(self) -> PendingAudit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn's default token pattern
+
+
+def _ngrams(text: str) -> list[str]:
+    """The word 1- and 2-grams of `text` exactly as HashingVectorizer(ngram_range=(1, 2)) analyses
+    it by default (lower case, its token pattern; unigrams, then bigrams), without its generic
+    machinery: the audit hashes ~150,000 turns (tests/construct/test_tell_audit.py compares)."""
+    tokens = _TOKEN.findall(text.lower())
+    return tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:])]
+
+
+def classifier(root: str | Path, users: list[str], evidence: dict[str, set[str]],
+               distractors: dict[str, dict[str, str]] | None = None, *, seed: int = 0) -> dict[str, Any]:
+    """The lexical classifier of the audit on `users` (audit_users): trained on the first 2/3,
+    tested on the rest."""
+    root = Path(root)
     n_train = int(round(len(users) * TRAIN_SHARE))
     if n_train < 1 or len(users) - n_train < 1:
-        out["classifier"] = {"available": False, "reason": f"needs at least 2 personas with evidence, has {len(users)}"}
-        return out
+        return {"available": False, "reason": f"needs at least 2 personas with evidence, has {len(users)}"}
     try:
         from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer, TfidfTransformer
         from sklearn.linear_model import LogisticRegression
     except ImportError:
-        out["classifier"] = {"available": False, "reason": "scikit-learn is not installed: pip install 'iba[audit]'"}
-        return out
+        return {"available": False, "reason": "scikit-learn is not installed: pip install 'iba[audit]'"}
 
     def rows(part: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, list[str]]:
         texts, is_ev, is_dis, forms = [], [], [], []
         for u in part:
             ev, dis = evidence.get(u, set()), (distractors or {}).get(u, {})
-            for tid, text in histories[u]:
-                texts.append(text)
-                is_ev.append(tid in ev)
-                is_dis.append(tid in dis and tid not in ev)
-                forms.append(dis.get(tid, ""))
+            for tid, role, text in _user_turns(root / "histories" / f"{u}.jsonl"):
+                if role == "user":
+                    texts.append(text)
+                    is_ev.append(tid in ev)
+                    is_dis.append(tid in dis and tid not in ev)
+                    forms.append(dis.get(tid, ""))
         return texts, np.array(is_ev, dtype=bool), np.array(is_dis, dtype=bool), forms
 
     train, test = users[:n_train], users[n_train:]
     x_train, y_train, _, _ = rows(train)
     x_test, y_test, dis_test, forms_test = rows(test)
-    del histories  # the texts are in the rows now; the ids are not needed (the full build's peak memory is here)
     if y_train.sum() == 0 or y_train.all() or y_test.sum() == 0:
-        out["classifier"] = {"available": False, "reason": "a split has no evidence turns (or nothing else)"}
-        return out
+        return {"available": False, "reason": "a split has no evidence turns (or nothing else)"}
     # names for the heaviest buckets: the n-grams of the training evidence turns, hashed the same way
     ev_vocab = CountVectorizer(ngram_range=(1, 2), lowercase=True).fit([x for x, e in zip(x_train, y_train) if e]).get_feature_names_out()
     # hashed n-grams: no vocabulary of every bigram of ~100,000 turns in memory (that alone took
-    # ~400 MB at full size); 2^20 buckets keep collisions negligible
-    hasher = HashingVectorizer(ngram_range=(1, 2), lowercase=True, alternate_sign=False, norm=None, n_features=N_FEATURES, dtype=np.float32)
+    # ~400 MB at full size); 2^20 buckets keep collisions negligible. Each stage's data is freed
+    # once used: the full build's peak memory is here.
+    hasher = HashingVectorizer(analyzer=_ngrams, alternate_sign=False, norm=None, n_features=N_FEATURES, dtype=np.float32)
     tfidf = TfidfTransformer(sublinear_tf=True)
     xt = tfidf.fit_transform(hasher.transform(x_train))
     del x_train
@@ -143,7 +196,7 @@ def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str
     index = HashingVectorizer(analyzer=lambda g: [g], alternate_sign=False, norm=None, n_features=N_FEATURES).transform(ev_vocab).indices
     weights = clf.coef_[0]
     named = sorted(((float(weights[i]), str(g)) for g, i in zip(ev_vocab, index)), reverse=True)
-    out["classifier"] = {
+    return {
         "available": True,
         "model": f"tfidf of hashed word 1-2-grams (2^20, sublinear tf) + logistic regression (C {C}, liblinear)",
         "train_personas": len(train),
@@ -161,7 +214,6 @@ def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str
         },
         "top_evidence_features": [g for _, g in named[:TOP_FEATURES]],
     }
-    return out
 
 
 # Targets of issue 24 ("IBA-Bench hard for the right reasons"), checked in the tests and shown by

@@ -19,11 +19,19 @@ import traceback
 from collections.abc import Callable, Generator
 from typing import Any
 
+from iba.cpus import usable_cpus
+
 Shard = Generator[tuple[Any, Callable[[Any], Any]], Any, Any]
 
 
 def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
+
+
+def default_workers() -> int:
+    """Processes a procedural build (and `iba stats`) uses by default: up to 2. More would gain
+    little: planning each persona, the statistics and the files' assembly are not split further."""
+    return min(2, usable_cpus()) if can_fork() else 1
 
 
 class WorkerError(RuntimeError):
@@ -77,10 +85,11 @@ class InWorker:
     """`fn(*args)` running in a forked process (only its result is pickled). `result()` waits for
     it (a failure there is a WorkerError here); `close()` ends the worker either way."""
 
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+    def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         ctx = multiprocessing.get_context("fork")
         self._conn, there = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=_call, args=(there, fn, args), name=f"iba-{getattr(fn, '__name__', 'worker')}", daemon=True)
+        self._proc = ctx.Process(target=_call, args=(there, fn, args, kwargs), name=f"iba-{getattr(fn, '__name__', 'worker')}",
+                                 daemon=True)
         self._proc.start()
         there.close()
         self._answered = False
@@ -103,9 +112,9 @@ class InWorker:
         self._conn.close()
 
 
-def _call(conn: Any, fn: Callable[..., Any], args: tuple) -> None:
+def _call(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> None:
     try:
-        conn.send(("done", fn(*args)))
+        conn.send(("done", fn(*args, **kwargs)))
     except BaseException:  # noqa: BLE001 - sent to the parent, which raises it
         conn.send(("error", traceback.format_exc()))
     finally:
