@@ -26,12 +26,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from itertools import accumulate
 
 import yaml
 
 from iba.construct import evidence_bank as bank
 from iba.construct.plan_types import DistractorItem, InstancePlan, PersonaPlan, Reveal, SessionPlan
-from iba.construct.rng import weighted_choice
+from iba.construct.rng import ChangingWeights, weighted_choice
 from iba.types import Dimension, PreferenceValue, Scenario, Taxonomy
 
 # Distractor turns per labelled turn of the persona (the floor is 5 per evidence turn).
@@ -260,11 +261,13 @@ def plan_distractors(
         # someone else's, ended and hypothetical preferences are told, not reacted with
         return weighted_choice(rng, told_types, told_w) if told_types else "direct_statement"
 
+    # running sums of the long weight lists, once (rng.choices with cum_weights draws the same)
+    other_cum, own_cum = list(accumulate(other_w)), list(accumulate(own_w))
     items: list[DistractorItem] = []
     for j, form in enumerate(forms):
         key = f"{persona_id}/distractor/{j}"
         if form == "other_person":  # a past task done for someone else, and their preference
-            s, d, anchored = weighted_choice(rng, pool, other_w)
+            s, d, anchored = rng.choices(pool, cum_weights=other_cum, k=1)[0]
             signal = weighted_choice(rng, signal_types, signal_w)
             mates = [m for m in scen_dims[s.id] if m[1].id != d.id]
             size = min(len(mates) + 1, weighted_choice(rng, sizes, size_w))
@@ -279,7 +282,7 @@ def plan_distractors(
                 recent=rng.random() < prof.recent_share,
             ))
             continue
-        s, d, anchored = weighted_choice(rng, own, own_w)
+        s, d, anchored = rng.choices(own, cum_weights=own_cum, k=1)[0]
         value = held[(s.id, d.id)]
         if form == "ended":
             others = [v for v in static_values(d) if v.id != value.id]
@@ -342,24 +345,26 @@ def place(rng: random.Random, sessions: list[SessionPlan], items: list[Distracto
         f, n = free[j], sessions[j].n_turns
         if size == 2:
             return [a for a in range(0, n - 1, 2) if a in f and a + 1 in f]
+        if size == 4:
+            return [a for a in range(0, n - 3, 2) if a in f and a + 1 in f and a + 2 in f and a + 3 in f]
         return [a for a in range(0, n - size + 1, 2) if all(a + i in f for i in range(size))]
 
     slots = {size: [starts(j, size) for j in range(len(sessions))] for size in (2, 4)}
-    # each session's number of free starts, kept up to date (the draw's weights)
-    counts = {size: [len(x) for x in slots[size]] for size in (2, 4)}
+    # each session's number of free starts, kept up to date: the draw's weights (drawn as
+    # rng.choices draws, without summing ~300 weights again for each of ~340 distractors)
+    weights = {size: ChangingWeights([len(x) for x in slots[size]]) for size in (2, 4)}
     dropped = 0
     for item in items:
         size = exchange_size(item)
-        weights = counts[size]
-        if not any(weights):
+        if weights[size].total <= 0:
             dropped += 1
             continue
-        j = rng.choices(range(len(sessions)), weights=weights, k=1)[0]
+        j = weights[size].draw(rng)
         start = rng.choice(slots[size][j])
         free[j] -= set(range(start, start + size))
         for sz in (2, 4):
             slots[sz][j] = starts(j, sz)
-            counts[sz][j] = len(slots[sz][j])
+            weights[sz].set(j, len(slots[sz][j]))
         sessions[j].distractors.append((start, item))
     for s in sessions:
         s.distractors.sort(key=lambda x: x[0])

@@ -27,6 +27,46 @@ def weighted_choice(rng: random.Random, items: list, weights: list[float]):
     return rng.choices(items, weights=weights, k=1)[0]
 
 
+class ChangingWeights:
+    """Integer weights that change one at a time, drawn from as `rng.choices(range(n),
+    weights=...)` draws (the same index for the same state of the stream: one `random()` times
+    the total, then the first index whose running sum exceeds it), in O(log n) instead of
+    summing every weight again for each draw (a Fenwick tree)."""
+
+    def __init__(self, weights: list[int]) -> None:
+        self.n = len(weights)
+        self.weights = list(weights)
+        self.total = sum(weights)
+        self.tree = [0] * (self.n + 1)
+        for i, w in enumerate(weights, 1):
+            self.tree[i] += w
+            up = i + (i & -i)
+            if up <= self.n:
+                self.tree[up] += self.tree[i]
+
+    def set(self, i: int, weight: int) -> None:
+        delta = weight - self.weights[i]
+        self.weights[i] = weight
+        self.total += delta
+        i += 1
+        while i <= self.n:
+            self.tree[i] += delta
+            i += i & -i
+
+    def draw(self, rng: random.Random) -> int:
+        """The drawn index (the total must be positive, as for rng.choices)."""
+        x = rng.random() * (self.total + 0.0)
+        pos = acc = 0
+        step = 1 << self.n.bit_length()
+        while step:
+            nxt = pos + step
+            if nxt <= self.n and acc + self.tree[nxt] <= x:  # int vs float: compared exactly
+                pos = nxt
+                acc += self.tree[nxt]
+            step >>= 1
+        return min(pos, self.n - 1)  # rng.choices bisects below n - 1: x may round up to the total
+
+
 def iso(dt: datetime) -> str:
     return dt.isoformat(timespec="seconds")
 
