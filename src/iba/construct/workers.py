@@ -1,9 +1,9 @@
-"""Run a build's shards side by side: the first in this process, the others in forked workers.
+"""Run a build's shards side by side, each in a forked worker (one shard: in this process).
 
 A shard is a generator over its own share of the work. Where it needs something computed over the
 whole build (the evidence profile, the anchor rates), it yields `(part, finish)`: its part of the
-figure (anything with `+`) and the function that turns the sum of all shards' parts into the
-value every shard then receives back. Shards run the same code on disjoint work and agree at
+figure (anything with `+`) and the module-level function that turns the sum of all shards' parts
+into the value every shard then receives back. Shards run the same code on disjoint work and agree at
 those points, so the result does not depend on how many there are (the builder's test compares).
 
 Workers are forked (they inherit the job: nothing but the parts and the results is pickled) and
@@ -15,6 +15,7 @@ wait on each other, so they cannot take turns in one process: where fork is not 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import traceback
 from collections.abc import Callable, Generator
 from typing import Any
@@ -40,35 +41,34 @@ class WorkerError(RuntimeError):
 
 def run_shards(make: Callable[[int, Callable[[int], None]], Shard], n: int, progress: Callable[[int], None]) -> list[Any]:
     """The return values of shards 0..n-1, `make(i, progress)` building shard i. `progress(k)` is
-    called in this process for every k units any shard reports."""
+    called in this process for every k units any shard reports. One shard runs here; several run
+    in as many forked workers while this process only relays (so that it holds none of their
+    data, and what it does next, e.g. the statistics, starts from a small heap)."""
     if n == 1:
         return [_drive_alone(make(0, progress))]
     ctx = multiprocessing.get_context("fork")
     conns, procs = [], []
     try:
-        for i in range(1, n):
+        for i in range(n):
             here, there = ctx.Pipe()
-            p = ctx.Process(target=_worker, args=(make, i, there), name=f"iba-build-{i}", daemon=True)
+            p = ctx.Process(target=_worker, args=(make, i, there), name=f"iba-build-{i + 1}", daemon=True)
             p.start()
             there.close()
             conns.append(here)
             procs.append(p)
         inbox = _Inbox(conns, procs, progress)
-        own = make(0, lambda k: (progress(k), inbox.poll()))
-        value: Any = None
         while True:
-            try:
-                part, finish = own.send(value)
-            except StopIteration as stop:
-                results = [stop.value]
+            first = inbox.next(0)
+            if first[0] == "done":
                 break
-            total = part
-            for i in range(len(conns)):
-                total = total + inbox.expect(i, "part")
-            value = finish(total)
+            parts = [first[1]] + [inbox.expect(i, "part") for i in range(1, n)]
+            total = parts[0][0]
+            for part, _ in parts[1:]:
+                total = total + part
+            value = parts[0][1](total)  # the shards' own `finish` (a module-level function: pickled by name)
             for c in conns:
                 c.send(value)
-        results += [inbox.expect(i, "done") for i in range(len(conns))]
+        results = [first[1]] + [inbox.expect(i, "done") for i in range(1, n)]
         for p in procs:
             p.join()
         return results
@@ -76,7 +76,7 @@ def run_shards(make: Callable[[int, Callable[[int], None]], Shard], n: int, prog
         for p in procs:
             if p.is_alive():
                 p.terminate()
-                p.join()
+            p.join()
         for c in conns:
             c.close()
 
@@ -137,11 +137,11 @@ def _worker(make: Callable[[int, Callable[[int], None]], Shard], index: int, con
         value: Any = None
         while True:
             try:
-                part, _ = shard.send(value)
+                part, finish = shard.send(value)
             except StopIteration as stop:
                 conn.send(("done", stop.value))
                 break
-            conn.send(("part", part))
+            conn.send(("part", (part, finish)))
             value = conn.recv()
     except BaseException:  # noqa: BLE001 - everything goes back to the parent, which raises it
         conn.send(("error", traceback.format_exc()))
@@ -150,12 +150,13 @@ def _worker(make: Callable[[int, Callable[[int], None]], Shard], index: int, con
 
 
 class _Inbox:
-    """Messages from the workers: progress is passed on at once, the rest kept until expected."""
+    """Messages from the workers: progress is passed on as it is read (from whichever worker sends
+    it), the rest kept until asked for."""
 
     def __init__(self, conns: list[Any], procs: list[Any], progress: Callable[[int], None]) -> None:
         self.conns, self.procs, self.progress = conns, procs, progress
         self.kept: list[list[tuple[str, Any]]] = [[] for _ in conns]
-        self.finished = [False] * len(conns)  # sent its result: nothing more to read
+        self.done = [False] * len(conns)  # sent its result: the pipe's end follows
 
     def _take(self, i: int) -> None:
         try:
@@ -169,17 +170,18 @@ class _Inbox:
             raise WorkerError(f"build worker {i + 1} failed:\n{payload}")
         else:
             self.kept[i].append((kind, payload))
-            self.finished[i] = kind == "done"
+            self.done[i] = kind == "done"
 
-    def poll(self) -> None:
-        for i, c in enumerate(self.conns):
-            while not self.finished[i] and c.poll():
-                self._take(i)
+    def next(self, i: int) -> tuple[str, Any]:
+        """The next message of worker i other than progress."""
+        while not self.kept[i]:
+            live = {self.conns[j]: j for j in range(len(self.conns)) if not self.done[j]}
+            for c in multiprocessing.connection.wait(list(live)):
+                self._take(live[c])  # type: ignore[index]
+        return self.kept[i].pop(0)
 
     def expect(self, i: int, kind: str) -> Any:
-        while not self.kept[i]:
-            self._take(i)
-        got, payload = self.kept[i].pop(0)
+        got, payload = self.next(i)
         if got != kind:
             raise WorkerError(f"build worker {i + 1} sent {got!r} where {kind!r} was expected (shards out of step)")
         return payload
