@@ -7,9 +7,10 @@ same answer key for the same seed. The procedural build is byte-identical for a 
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from iba.construct.rng import derive
 from iba.construct.stats import write_stats
 from iba.construct.tasks import answer_key, distractor_label, task_view
 from iba.construct.workers import Shard, can_fork, default_workers, run_shards
-from iba.dataset import write_dataset, write_jsonl
+from iba.dataset import atomic_write_text, write_jsonl
 from iba.llm.base import Backend
 from iba.types import Manifest, Persona, Scenario, Taxonomy
 
@@ -185,7 +186,8 @@ def _shard(job: _Job, index: int, work: list[Work], progress: Callable[[int], No
         write_jsonl(job.out / "histories" / f"{p.persona.id}.jsonl", history_lines(p, lambda s, p=p: texts(p, s)))
         progress(1)
     instances = [i for p in plans for i in p.instances]
-    files = {name: job.parts / f"{index}.{name}" for name in ("personas", "instances", "answer_key", "distractors")}
+    names = ("personas", "instances", "answer_key", *(("distractors",) if job.distractors else ()))
+    files = {name: job.parts / f"{index}.{name}" for name in names}
     write_jsonl(files["personas"], (p.persona for p in plans))
     write_jsonl(files["instances"], (task_view(i) for i in instances))
     write_jsonl(files["answer_key"], (answer_key(i, seed, spans) for i in instances))
@@ -214,11 +216,15 @@ def _split(work: list[Work], counts: dict[str, tuple[int, int]], n: int) -> list
     return [p for p in parts if p]
 
 
-def _part_lines(paths: list[Path]) -> Iterator[str]:
-    for path in paths:
-        with path.open(encoding="utf-8") as f:
-            for line in f:
-                yield line.rstrip("\n")
+def _join(target: Path, parts: list[Path]) -> None:
+    """The shards' parts of one file, in shard order, moved into place at once (the parts are
+    beside it, in the build's temporary folder: a crash leaves the old file or the new one)."""
+    first = parts[0]
+    with first.open("ab") as out:
+        for p in parts[1:]:
+            with p.open("rb") as f:
+                shutil.copyfileobj(f, out, 1 << 20)
+    os.replace(first, target)
 
 
 def build_dataset(
@@ -305,11 +311,13 @@ def build_dataset(
             counts={k: sum(s.counts[k] for s in shards) for k in shards[0].counts},
             params=params,
         )
-        files = {name: [s.files[name] for s in shards] for name in shards[0].files}
-        write_dataset(
-            out, manifest, _part_lines(files["personas"]), {}, _part_lines(files["instances"]), _part_lines(files["answer_key"]),
-            _part_lines(files["distractors"]) if distractors_on else None,
-        )
+        # the files in write_dataset's order, the manifest last: its presence marks a complete dataset
+        for name in ("personas", "instances", "answer_key", "distractors"):
+            if name in shards[0].files:
+                _join(out / f"{name}.jsonl", [s.files[name] for s in shards])
+        if not distractors_on:  # a rebuild into the same folder must not leave another build's labels
+            (out / "distractors.jsonl").unlink(missing_ok=True)
+        atomic_write_text(out / "manifest.json", manifest.model_dump_json(indent=2) + "\n")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     # the plans and the writer's spans are done with (they were the shards'): free what is left
