@@ -116,7 +116,7 @@ def test_demo_has_a_state_driven_constraint_with_cross_domain_evidence(demo):
                 found.append((tv, t))
     assert found, "the demo must contain a state-driven constraint"
     tv, target = found[0]
-    persona = demo.personas[tv.user_id]
+    persona = demo.evaluator_personas()[tv.user_id]  # the states are evaluator-side
     active = [s for s in persona.states if s.start <= tv.now <= s.end]
     assert active, "the state must hold at task time"
     hist = {t.id: t for t in demo.history(tv.user_id)}
@@ -128,7 +128,7 @@ def test_demo_has_a_state_driven_constraint_with_cross_domain_evidence(demo):
     # the demo forces the paper's example: a habit the state overrides, shown before the state began
     n_overridden = 0
     for tv, t in found:
-        spans = [s for s in demo.personas[tv.user_id].states if s.start <= tv.now <= s.end]
+        spans = [s for s in demo.persona_states().get(tv.user_id, []) if s.start <= tv.now <= s.end]
         for e in keys[tv.instance_id].evidence:
             if e.dimension == t.dimension and e.superseded:
                 n_overridden += 1

@@ -14,7 +14,9 @@ Faults: delay (hold the answer past the client's timeout), status (429/500/503..
 Retry-After, optionally echoing the Authorization header back as a misbehaving server would),
 drop (close without any response), invalid_json (200 with a body that is not JSON), cut_body (the
 real answer, cut in half, with the full Content-Length), length (the real answer with its text cut
-and finish_reason "length", as a server that stopped early).
+and finish_reason "length", as a server that stopped early), echo_reply (the real answer, a 200,
+with the request's Authorization header appended to its text, as a prompt-injected model or a
+debugging gateway might).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ _HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # delay | status | drop | invalid_json | cut_body | length
+    kind: str  # delay | status | drop | invalid_json | cut_body | length | echo_reply
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
@@ -65,6 +67,10 @@ class Fault:
     @staticmethod
     def length() -> Fault:
         return Fault("length")
+
+    @staticmethod
+    def echo_reply() -> Fault:
+        return Fault("echo_reply")
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,13 @@ class FaultProxy:
                 usage = reply.get("usage") or {}
                 if usage.get("completion_tokens"):
                     usage["completion_tokens"] = max(1, usage["completion_tokens"] // 2)
+                self._reply(status, headers, json.dumps(reply).encode())
+
+            def _fault_echo_reply(self, fault: Fault, body: bytes) -> None:
+                status, headers, data = self._upstream(body)
+                reply = json.loads(data)
+                message = reply["choices"][0]["message"]
+                message["content"] = (message.get("content") or "") + f" (you sent {self.headers.get('authorization')})"
                 self._reply(status, headers, json.dumps(reply).encode())
 
             def log_message(self, *args: Any) -> None:

@@ -179,6 +179,7 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 
 class ExternalAgent(Agent):
     name = "external"
+    uses_model = False  # a third-party program with its own model: --model is not what it runs on
 
     def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 
 from iba.argtypes import positive_float, positive_int  # noqa: F401 - also imported from here by other commands
 from iba.llm import DEFAULT_MODEL
+
+
+# The one judge default of every command that judges (iba run, iba score, iba demo): the model that
+# acted judges its own text unless --judges names others. Said once, here, and shown by each --help.
+JUDGES_DEFAULT = "same"
+JUDGES_HELP = ("comma-separated judge model strings for Generate(text) checkpoints. 'same' (the default, in every "
+               "command that judges) = the model the run used (--model); 'best' = the strongest packaged model "
+               "installed (local:qwen2.5-coder-1.5b, else the 0.5B); 'none' = verifiers and slot matching only. No "
+               "small local model is a reliable judge (`iba judge-check`): judge on a real server for figures you "
+               "report")
 
 
 def add_backend_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,7 +52,7 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
                    "0.5B model takes minutes on 2 cores); a call past it is errored, not retried, on local models")
 
 
-def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = False):
+def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = False, sends: bool = True):
     """The backend for `model` with the options of add_backend_arguments (servers, cache, call
     timeout, in-flight bounds); judge=True: a judge model, on --judge-base-url if given.
 
@@ -50,7 +61,7 @@ def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = Fal
     ValueError naming file:line."""
     from iba.llm import resolve_backend
 
-    return resolve_backend(model, **backend_options(args, judge=judge))
+    return resolve_backend(model, **backend_options(args, judge=judge), sends=sends)
 
 
 def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
@@ -76,11 +87,12 @@ def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", type=Path,
                    help="dataset directory (from `iba build` or `iba import`), a Hugging Face export of one "
-                   "(`iba export hf`), or a Hugging Face hub id (owner/name; downloaded, needs iba[hf])")
+                   "(`iba export hf`), or a Hugging Face hub id written hf:owner/name (downloaded, needs iba[hf])")
     p.add_argument("--answer-key", type=Path, default=None, metavar="PATH",
                    help="the answer key, kept outside the dataset folder (a public release with a hidden test "
                    "split); it is opened only to score an item whose agents have finished, one item at a time. "
-                   "distractors.jsonl beside it is hidden from agents too. Not with --qa")
+                   "distractors.jsonl and persona_states.jsonl beside it are hidden from agents too. With --qa "
+                   "the tasks run first, then the probes (which are in the key)")
     p.add_argument("--agent", action="append", dest="agents", metavar="SPEC",
                    help="agent spec, repeatable: direct, rag, iba, iba-fc, external?cmd=..., with options "
                    "as iba?retrieval=false&btda=false&synthesis=rag&reranker=rules (default: rag)")
@@ -96,9 +108,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="instances in flight at once (the embedded model serialises anyway; raise it for servers)")
     p.add_argument("--qa", action="store_true", help="also ask each instance's multiple-choice QA probes (knowledge-to-action gap)")
     p.add_argument("--qa-per-instance", type=positive_int, default=None, help="with --qa: at most N probes per instance")
-    p.add_argument("--judges", default="same",
-                   help="comma-separated judge model strings for Generate(text) checkpoints; 'same' = the run's "
-                   "model (default), 'none' = verifiers and slot matching only")
+    p.add_argument("--judges", default=JUDGES_DEFAULT, help=JUDGES_HELP)
     p.add_argument("--retry-errored", action="store_true",
                    help="run again the selected instances whose stored record is errored (e.g. after a timeout)")
     p.add_argument("--judge-repeats", type=positive_int, default=1, help="repeated judging per checkpoint (default: 1)")
@@ -123,19 +133,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "is then per worker")
 
 
-def judge_backends(spec: str, run_backend, args) -> list:
+def resolve_judge_names(spec: str, run_model: str) -> list[str]:
+    """--judges as model strings: 'same' is `run_model`, 'best' the strongest installed packaged
+    model (ValueError when none is), 'none' nothing."""
+    from iba.llm.models import strongest_installed_judge
+
+    out = []
+    for name in filter(None, (s.strip() for s in spec.split(","))):
+        if name == "none":
+            continue
+        if name == "best":
+            best = strongest_installed_judge()
+            if best is None:
+                raise ValueError("argument --judges: 'best' names no model: no packaged judge model is installed "
+                                 "(`make install`); give --judges MODEL")
+            name = best
+        out.append(run_model if name == "same" else name)
+    return list(dict.fromkeys(out))
+
+
+def judge_backends(spec: str, run_backend, args, *, sends: bool = True) -> list:
     """Resolve --judges; the run's own backend object is reused rather than loaded twice."""
-    if spec == "none":
+    names = resolve_judge_names(spec, run_backend.model_id)
+    if not names:
         return []
     # with --judge-base-url even the run's own (server) model judges on those servers
     separate = bool(getattr(args, "judge_base_url", None)) and run_backend.model_id.startswith("openai:")
-    out = []
-    for name in filter(None, (s.strip() for s in spec.split(","))):
-        if name in ("same", run_backend.model_id) and not separate:
-            out.append(run_backend)
-        else:
-            out.append(backend_from_args(run_backend.model_id if name == "same" else name, args, judge=True))
-    return out
+    extra = {} if sends else {"sends": False}
+    return [run_backend if name == run_backend.model_id and not separate
+            else backend_from_args(name, args, judge=True, **extra) for name in names]
 
 
 def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None) -> str | None:
@@ -183,14 +209,9 @@ def main(args: argparse.Namespace) -> int:
     from iba.run.runner import RunConfig, make_agent, run_dataset, select_instances
     from iba.run.store import Store
 
-    if args.answer_key is not None:
-        if not args.answer_key.is_file():
-            print(f"error: argument --answer-key: {args.answer_key}: no such file", file=sys.stderr)
-            return 2
-        if args.qa:
-            print("error: argument --qa: not with --answer-key (the QA probes are in the answer key, which is "
-                  "not opened before the agents run)", file=sys.stderr)
-            return 2
+    if args.answer_key is not None and not args.answer_key.is_file():
+        print(f"error: argument --answer-key: {args.answer_key}: no such file", file=sys.stderr)
+        return 2
     try:
         # a Hugging Face export or hub id is read back into an IBA folder under --cache-dir
         args.dataset = dataset_dir(args.dataset, args.cache_dir)
@@ -207,8 +228,10 @@ def main(args: argparse.Namespace) -> int:
         print("error: argument --batch: not with --executor ray (batch rounds replay in this process)", file=sys.stderr)
         return 2
     try:
-        backend = backend_from_args(args.model, args)
-        judges = judge_backends(args.judges, backend, args)
+        # --batch calls no model: a server backend is built for its name and token counts, no key needed
+        sends = {} if args.batch is None else {"sends": False}
+        backend = backend_from_args(args.model, args, **sends)
+        judges = judge_backends(args.judges, backend, args, **sends)
         folder = None
         if args.batch is not None:
             backend, judges, folder = batch_backends(args.batch, backend, judges)
@@ -248,23 +271,30 @@ def main(args: argparse.Namespace) -> int:
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    # a held-back key is opened for an item only once its agents have finished, and the QA probes
+    # are in it: the tasks run first, then the probes of the items whose tasks are stored
+    passes = [dataclasses.replace(cfg, qa=False), cfg] if ds.held_back and cfg.qa else [cfg]
     # a store that cannot be opened is a StoreError: iba.cli says so in one line (exit 2)
     with Store(args.store) as store:
         stops: tuple[type[Exception], ...] = (DatasetError,)  # the user's to fix: a message, not a traceback
-        if args.executor == "ray":
-            from iba.run.ray_executor import BackendRecipe, RayError, RayOptions, run_dataset_ray
+        for n, pass_cfg in enumerate(passes):
+            if args.executor == "ray":
+                from iba.run.ray_executor import BackendRecipe, RayError, RayOptions, run_dataset_ray
 
-            stops += (RayError,)  # no cluster at --ray-address, a worker that cannot start
-            work = run_dataset_ray(ds, backend, store, cfg, judges=judges,
-                                   recipe=BackendRecipe(args.model, backend_options(args)),
-                                   options=RayOptions(address=args.ray_address, workers=args.workers))
-        else:
-            work = run_dataset(ds, backend, store, cfg, judges=judges)
-        try:
-            summary = asyncio.run(work)
-        except stops as e:  # e.g. a file changed under the run after the check
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+                stops += (RayError,)  # no cluster at --ray-address, a worker that cannot start
+                work = run_dataset_ray(ds, backend, store, pass_cfg, judges=judges,
+                                       recipe=BackendRecipe(args.model, backend_options(args)),
+                                       options=RayOptions(address=args.ray_address, workers=args.workers))
+            else:
+                work = run_dataset(ds, backend, store, pass_cfg, judges=judges)
+            try:
+                summary = asyncio.run(work)
+            except stops as e:  # e.g. a file changed under the run after the check
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            if n < len(passes) - 1:
+                print(f"tasks: {summary.ok} ok, {summary.failed} failed, {summary.errored} errored; now the QA "
+                      "probes (in the held-back key) of the items whose tasks are stored")
     print(
         f"{summary.planned} planned, {summary.skipped} already stored, "
         + (f"{summary.retried} errored records retried, " if summary.retried else "")
@@ -282,7 +312,22 @@ def main(args: argparse.Namespace) -> int:
         status = batch_round(folder, summary, status)
     key_arg = f" --answer-key {args.answer_key}" if args.answer_key else ""
     print(f"store: {args.store}  ->  iba report {args.store} --dataset {args.dataset}{key_arg} --out report/")
+    print_overall(args, ds, cfg, selected, backend.model_id, judges)
     return status
+
+
+def print_overall(args: argparse.Namespace, ds, cfg, selected: list, model: str, judges: list) -> None:
+    """The run's last lines: each agent's overall score on the same instances of this selection,
+    with its interval and failed/errored/unscored counts (the report's rule, iba.report.overall)."""
+    from iba.dataset import dataset_id
+    from iba.report.overall import run_overall
+    from iba.run.runner import run_key
+
+    did = dataset_id(ds)
+    keys = {run_key(did, t.instance_id, spec, model, trial) for spec in cfg.agents for t in selected
+            for trial in range(cfg.trials)}
+    for line in run_overall(args.store, cfg.run, keys, [j.model_id for j in judges] or None):
+        print(line)
 
 
 def batch_backends(root: Path, backend, judges: list):

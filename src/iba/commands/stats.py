@@ -30,12 +30,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from iba.construct.stats import format_table2, write_stats
     from iba.construct.workers import default_workers
-    from iba.dataset import DatasetError
+    from iba.dataset import Dataset, DatasetError
 
     try:
+        # the checks `iba run` makes, with its messages (file:line): the statistics read the files
+        # raw and fast, so a broken one must be caught before, not counted short
+        Dataset(args.dataset).check()
         stats = write_stats(args.dataset, audit=not args.no_audit, workers=args.workers or default_workers())
     except (DatasetError, ValueError) as e:
-        print(f"iba stats: {e}", file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(stats, indent=2, sort_keys=True))

@@ -31,7 +31,7 @@ from iba.construct.tasks import answer_key, distractor_label, task_view
 from iba.construct.workers import Shard, can_fork, default_workers, run_shards
 from iba.dataset import atomic_write_text, write_jsonl
 from iba.llm.base import Backend
-from iba.types import Manifest, Persona, Scenario, Taxonomy
+from iba.types import Manifest, Persona, PersonaStates, Scenario, Taxonomy
 
 TextFn = Callable[[PersonaPlan, SessionPlan], list[str]]
 # 1: the first procedural writer; 2: distractor preferences, noise topics with content, a sentence
@@ -148,6 +148,7 @@ class _ShardOut:
     scenarios: set[str]
     anchor_rates: dict[str, float] | None
     params: dict[str, Any] = field(default_factory=dict)
+    with_states: int = 0  # personas with transient states
 
 
 def _finish_profile(c: distractors_mod.ProfileCounts) -> distractors_mod.Profile:
@@ -186,9 +187,12 @@ def _shard(job: _Job, index: int, work: list[Work], progress: Callable[[int], No
         write_jsonl(job.out / "histories" / f"{p.persona.id}.jsonl", history_lines(p, lambda s, p=p: texts(p, s)))
         progress(1)
     instances = [i for p in plans for i in p.instances]
-    names = ("personas", "instances", "answer_key", *(("distractors",) if job.distractors else ()))
+    names = ("personas", "persona_states", "instances", "answer_key", *(("distractors",) if job.distractors else ()))
     files = {name: job.parts / f"{index}.{name}" for name in names}
-    write_jsonl(files["personas"], (p.persona for p in plans))
+    write_jsonl(files["personas"], (p.persona for p in plans))  # Persona.states is never serialised
+    # the transient states go to the hidden persona_states.jsonl (as write_dataset writes them)
+    states = [PersonaStates(user_id=p.persona.id, states=p.persona.states) for p in plans if p.persona.states]
+    write_jsonl(files["persona_states"], states)
     write_jsonl(files["instances"], (task_view(i) for i in instances))
     write_jsonl(files["answer_key"], (answer_key(i, seed, spans) for i in instances))
     if job.distractors:
@@ -202,7 +206,7 @@ def _shard(job: _Job, index: int, work: list[Work], progress: Callable[[int], No
         "relevant_turns": sum(p.n_relevant for p in plans),
         "distractor_turns": sum(len(s.distractors) for p in plans for s in p.sessions),
     }
-    return _ShardOut(files, counts, {i.scenario.id for i in instances}, rates, params)
+    return _ShardOut(files, counts, {i.scenario.id for i in instances}, rates, params, len(states))
 
 
 def _split(work: list[Work], counts: dict[str, tuple[int, int]], n: int) -> list[list[Work]]:
@@ -311,12 +315,14 @@ def build_dataset(
             counts={k: sum(s.counts[k] for s in shards) for k in shards[0].counts},
             params=params,
         )
-        # the files in write_dataset's order, the manifest last: its presence marks a complete dataset
-        for name in ("personas", "instances", "answer_key", "distractors"):
-            if name in shards[0].files:
+        # the files write_dataset writes, in its order, the manifest last: its presence marks a
+        # complete dataset. A rebuild into the same folder must not leave another build's states
+        # or labels where this one has none.
+        for name in ("personas", "persona_states", "instances", "answer_key", "distractors"):
+            if name in shards[0].files and (name != "persona_states" or any(s.with_states for s in shards)):
                 _join(out / f"{name}.jsonl", [s.files[name] for s in shards])
-        if not distractors_on:  # a rebuild into the same folder must not leave another build's labels
-            (out / "distractors.jsonl").unlink(missing_ok=True)
+            else:
+                (out / f"{name}.jsonl").unlink(missing_ok=True)
         atomic_write_text(out / "manifest.json", manifest.model_dump_json(indent=2) + "\n")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -18,7 +18,7 @@ from iba.construct import tell_audit
 from iba.construct.count_histograms import BINS, bin_of, empty_hist
 from iba.construct.memory import release_free_memory
 from iba.construct.workers import can_fork
-from iba.dataset import Dataset, dump_json
+from iba.dataset import Dataset, DatasetError, dump_json
 from iba.types import SIGNAL_TYPES, Taxonomy
 
 
@@ -189,11 +189,14 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
     del keys
     distractors = _distractor_forms(ds.root)
     release_free_memory()  # the answer keys: not kept, nor inherited by the audit's worker
+    users = sorted(ds.personas)
+    for u in users:  # a user id must name a file in histories/ (not ../x), and the file must be there
+        if not ds.history_path(u).exists():
+            raise DatasetError(f"{ds.history_path(u)}: file not found (persona {u!r} of personas.jsonl has no history)")
     # the tell audit's classifier (the longest part) in a worker, beside the reading of every history here
     pending = tell_audit.PendingAudit(ds.root, relevant, distractors, worker=workers > 1 and can_fork()) if audit else None
     try:
-        users = sorted(ds.personas)
-        turns = {u: _count_lines(ds.root / "histories" / f"{u}.jsonl") for u in users if (ds.root / "histories" / f"{u}.jsonl").exists()}
+        turns = {u: _count_lines(ds.history_path(u)) for u in users}
         tells = tell_aucs(ds.root, relevant)
         audited = pending.result() if pending else None
     finally:
@@ -284,7 +287,7 @@ def format_table2(stats: dict[str, Any]) -> str:
     if tells:
         flagged = [k for k, v in tells["auc"].items() if v > tells["limit"]]
         lines.append(
-            "tells (max(AUC, 1-AUC) of a feature separating evidence from other user turns; 0.5 = chance): "
+            "feature audit (max(AUC, 1-AUC) of a surface feature separating evidence from other user turns; 0.5 = chance): "
             + ", ".join(f"{k} {v:.3f}" for k, v in tells["auc"].items())
             + (f"; above {tells['limit']}: {', '.join(flagged)}" if flagged else f"; all <= {tells['limit']}")
         )

@@ -240,5 +240,6 @@ def format_audit(a: dict[str, Any]) -> list[str]:
         f"AUC evidence vs rest {c['auc_evidence_vs_rest']}; AUC evidence vs distractors "
         f"{'-' if vs_d is None else vs_d} (target <= {TARGETS['auc_evidence_vs_distractors']})"
     )
-    lines.append("  strongest evidence n-grams: " + ", ".join(repr(f) for f in c["top_evidence_features"]))
+    if c.get("top_evidence_features"):  # a public (held-back) export leaves them out: read off the key
+        lines.append("  strongest evidence n-grams: " + ", ".join(repr(f) for f in c["top_evidence_features"]))
     return lines

@@ -207,7 +207,7 @@ def iba_bench(
     """IBA-Bench on inspect.
 
     Args:
-        dataset: an IBA dataset folder, an `iba export hf` folder, or a Hugging Face hub id.
+        dataset: an IBA dataset folder, an `iba export hf` folder, or a Hugging Face hub id (hf:owner/name).
         agent: an agent spec as `iba run --agent` takes it: direct, rag, iba, iba-fc, iba?btda=false...
         limit: the first N selected instances.
         domains: only these domain ids (comma-separated or a list).

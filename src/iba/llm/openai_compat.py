@@ -39,6 +39,7 @@ from iba.llm.endpoints import DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT, FAILOVER_REASO
 from iba.llm.models import cache_root
 from iba.llm.retry import ModelCallError, RetryPolicy, Verdict, call_with_retries, parse_retry_after
 from iba.llm.toolcalls import check_tool_choice, openai_messages, openai_tools, parse_arguments, parse_text_tool_calls
+from iba.llm import secrets
 
 if TYPE_CHECKING:  # imported lazily at run time: the SDK is slow to import
     from openai import AsyncOpenAI
@@ -105,6 +106,11 @@ class OpenAICompatBackend(Backend):
                 )
             key = PLACEHOLDER_KEY
         self._key = key  # kept only to scrub it from error text
+        # whatever is stored (records, the response cache, reports) is scrubbed of the key and of
+        # the URLs' user:password, should a server or a model echo them back in a reply
+        secrets.register(None if key == PLACEHOLDER_KEY else key)
+        for url in self.base_urls:
+            secrets.register_url(url)
         self._timeout = timeout
         self._clients: dict[str, AsyncOpenAI] = {}  # per endpoint URL, for the current loop
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -133,12 +139,15 @@ class OpenAICompatBackend(Backend):
         n_ctx: int | None = None,
         max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
         max_in_flight: int | None = None,
+        sends: bool = True,
         **_: Any,
     ) -> OpenAICompatBackend:
         cache = open_cache(cache_root(cache_dir)) if use_cache else None
         return cls(
             rest,
             base_url=base_url,
+            # a backend that sends nothing (iba run --batch) needs no key: `iba batch submit` asks for it
+            api_key=None if sends else PLACEHOLDER_KEY,
             cache=cache,
             timeout=timeout,
             max_retries=max_retries,

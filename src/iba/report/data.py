@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from iba.agents.base import agent_uses_model
 from iba.dataset import Dataset
 from iba.eval.aggregate import instance_score, mean, task_kind
 from iba.eval.qa import split_qa_id
@@ -49,7 +50,8 @@ class RowKey:
 
     @property
     def label(self) -> str:
-        base = f"{self.agent} ({self.model})"
+        # an agent that brings its own model (external) is not labelled with the run's --model
+        base = f"{self.agent} ({self.model if agent_uses_model(self.agent) else 'own model'})"
         base = f"{self.run}: {base}" if self.run else base
         return f"{base} [unsandboxed]" if self.unsandboxed else base
 
@@ -136,14 +138,22 @@ class ReportData:
         """The instances every table compares: those that *every* row has a score for (the
         intersection), so no row's mean is over an easier or smaller set than another's. An agent's
         own failures are scored 0 and stay in; errored (infrastructure) and unscored instances, and
-        instances a row never ran, leave the comparison for every row: see `left_out`."""
-        rows = {i.row for i in self.all_instances}
+        instances a row never ran, leave the comparison for every row: see `left_out`. A row with no
+        scored instance at all (its scoring not done yet, every run errored) would empty the
+        comparison for everyone: it is left out instead, and named (`rows_left_out`)."""
+        rows = {i.row for i in self.all_instances} - set(self.rows_left_out)
         scored: dict[tuple[str, str], set[RowKey]] = defaultdict(set)
         for i in self.all_instances:
             if i.score(self.judges) is not None:
                 scored[(i.dataset, i.instance_id)].add(i.row)
-        common = {k for k, have in scored.items() if have == rows}
-        return [i for i in self.all_instances if (i.dataset, i.instance_id) in common]
+        common = {k for k, have in scored.items() if have >= rows} if rows else set()
+        return [i for i in self.all_instances if (i.dataset, i.instance_id) in common and i.row in rows]
+
+    @cached_property
+    def rows_left_out(self) -> list[RowKey]:
+        """Rows without a single scored instance: outside the comparison, so the others keep theirs."""
+        scored = {i.row for i in self.all_instances if i.score(self.judges) is not None}
+        return [r for r in self.rows if r not in scored]
 
     @cached_property
     def left_out(self) -> list[dict]:
@@ -156,7 +166,7 @@ class ReportData:
         ids = sorted({(i.dataset, i.instance_id) for i in self.all_instances} - kept)
         out = []
         for ds, iid in ids:
-            for row in self.rows:
+            for row in [r for r in self.rows if r not in self.rows_left_out]:
                 inst = have.get((row, ds, iid))
                 if inst is None:
                     why = "not run"
@@ -174,8 +184,16 @@ class ReportData:
     def left_out_note(self) -> str:
         """A sentence for table notes: n compared, and what was left out and why."""
         n = len({(i.dataset, i.instance_id) for i in self.compared})
+        if not self.rows:
+            return "No task runs."
+        gone = ""
+        if self.rows_left_out:
+            gone = (" Left out, with no scored instance yet (errored, unscored or not scored: `iba score`): "
+                    + "; ".join(r.label for r in self.rows_left_out) + ".")
+            if len(self.rows_left_out) == len(self.rows):
+                return "No task runs scored yet." + gone
         if not self.left_out:
-            return f"All rows compared on the same {n} instance(s)."
+            return f"All rows compared on the same {n} instance(s)." + gone
         counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for x in self.left_out:
             if x["why"] != "another row":
@@ -184,7 +202,7 @@ class ReportData:
         parts = "; ".join(f"{row}: " + ", ".join(f"{c} {w}" for w, c in sorted(ws.items()))
                           for row, ws in counts.items())
         return (f"All rows compared on the same {n} instance(s); {total} left out for every row "
-                f"({parts}; listed in left_out.csv).")
+                f"({parts}; listed in left_out.csv).{gone}")
 
     def domains(self) -> list[str]:
         """Domains present, in the paper's order, then any others alphabetically."""

@@ -66,8 +66,7 @@ def table4(data: ReportData) -> Table:
     cells = {(c["row"], c["domain"]): c for c in table4_cells(data)}
     cols = [data.short(d) for d in domains] + [OVERALL]
     rows = [[row.label] + [cells[(row.label, c)]["score"] for c in cols] for row in data.rows]
-    note = "Scores x100 (mean over instances; an agent's own failures score 0). " + (
-        "No task runs scored by every row." if not data.compared else data.left_out_note())
+    note = "Scores x100 (mean over instances; an agent's own failures score 0). " + data.left_out_note()
     return Table("table4", "Table 4: score by domain", ["Agent (model)"] + cols, rows, note=note,
                  rank_columns=list(range(1, len(cols) + 1)))
 

@@ -290,9 +290,6 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
     records that lack scores scored now. Every executor starts here, so their keys are the same."""
     did = dataset_id(ds)
     tasks = select_instances(ds, cfg)
-    if ds.held_back and cfg.qa:
-        raise ValueError("--qa needs the QA probes of the answer key before the agents run, and a held-back "
-                         "key (--answer-key) is not opened before then; run --qa without --answer-key")
     keys: Mapping[str, AnswerKey] = {}
     if ds.held_back and cfg.score:
         keys = KeysOnDemand(ds)
@@ -302,13 +299,20 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
     summary = RunSummary()
     t_start = time.perf_counter()
 
+    # a held-back key is opened for an item only once its agents have finished: its QA probes (in the
+    # key) are planned only for items whose every task run is stored, a later pass (iba run --qa
+    # runs the tasks first); the others get theirs when a rerun finds their tasks done
+    done = {t.instance_id for t in tasks if all(store.has_run(run_key(did, t.instance_id, s, model, tr))
+                                                for s in cfg.agents for tr in range(cfg.trials))} \
+        if ds.held_back and cfg.qa else None
+
     # (agent spec, task, trial) work items, QA probes after their task
     work: list[tuple[str, TaskView, int]] = []
     for spec in cfg.agents:
         for task in tasks:
             for trial in range(cfg.trials):
                 work.append((spec, task, trial))
-                if cfg.qa:
+                if cfg.qa and (done is None or task.instance_id in done):
                     for probe in keys[task.instance_id].qa[: cfg.qa_per_instance]:
                         work.append((spec, qa_task(task, probe), trial))
     summary.planned = len(work)

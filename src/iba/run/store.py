@@ -6,7 +6,8 @@ without re-running agents. Rows are not updated in place: a key already present 
 exceptions, each an infrastructure fault or an explicit request: `--retry-errored` drops errored
 runs, a score whose judge call failed is replaced when judged again, and `iba score --rescore`
 replaces the scores it recomputes.
-WAL mode lets a report read while a run writes.
+WAL mode lets a report read while a run writes. Every record is scrubbed of the configured secrets
+before it is written (llm.secrets.redact_stored: keys, URL credentials a reply may have echoed).
 
 `claims` lets several `iba run` processes share one store without doing the same work twice: a
 process claims a key before it runs it and drops the claim once the record is stored. A claim whose
@@ -25,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from iba.eval.judge_check import JudgeCheckResult
+from iba.llm.secrets import redact_stored
 from iba.types import RunRecord, ScoreRecord
 
 _SCHEMA = """
@@ -144,8 +146,8 @@ class Store:
         with self._lock, self._db:
             cur = self._db.execute(
                 "INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
-                (rec.key, rec.run, rec.dataset, rec.instance_id, rec.agent, rec.model, rec.trial,
-                 rec.status, rec.model_dump_json()),
+                (rec.key, rec.run, rec.dataset, rec.instance_id, redact_stored(rec.agent), rec.model, rec.trial,
+                 rec.status, redact_stored(rec.model_dump_json())),
             )
             return cur.rowcount == 1
 
@@ -216,7 +218,7 @@ class Store:
         """Insert; a stored record for the same (run key, scorer, repeat) is kept (False), unless it
         is errored (a judge fault is judged again, the second exception to append-only) or
         `replace` (`iba score --rescore`: judged again on purpose)."""
-        row = (rec.run_key, rec.scorer, rec.repeat, rec.model_dump_json())
+        row = (rec.run_key, rec.scorer, rec.repeat, redact_stored(rec.model_dump_json()))
         with self._lock, self._db:
             if replace:
                 self._db.execute("INSERT OR REPLACE INTO scores VALUES (?,?,?,?)", row)
@@ -272,7 +274,8 @@ class Store:
         with self._lock, self._db:
             cur = self._db.execute(
                 "INSERT OR IGNORE INTO judge_checks VALUES (?,?,?,?,?)",
-                (result.judge, result.case_set_hash, result.prompt_hash, result.created_at, result.model_dump_json()),
+                (result.judge, result.case_set_hash, result.prompt_hash, result.created_at,
+                 redact_stored(result.model_dump_json())),
             )
             return cur.rowcount == 1
 
