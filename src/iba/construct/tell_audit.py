@@ -104,9 +104,10 @@ def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str
 
 
 class PendingAudit:
-    """The audit, begun: with `worker`, its classifier (the longer part) runs in a forked process
-    from now on, and `result()` adds the recurrence figures, computed here, to it (what the caller
-    does in between runs beside the classifier). The same figures either way. A context manager:
+    """The audit, begun: with `worker`, the classifier's training (the longest part) runs in a
+    forked process from now on, and `result()` computes the recurrence figures and the test
+    split's features here, then scores the test split with the trained model (what the caller does
+    in between runs beside the training too). The same figures either way. A context manager:
     leaving it ends the worker."""
 
     def __init__(self, root: str | Path, evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None = None, *,
@@ -115,12 +116,17 @@ class PendingAudit:
 
         self.root, self.evidence, self.distractors, self.seed = Path(root), evidence, distractors, seed
         self.users = audit_users(root, evidence, seed=seed, max_personas=max_personas)
-        self._worker = InWorker(classifier, self.root, self.users, evidence, distractors, seed=seed) if worker else None
+        self.train, self.test = _split(self.users)
+        self._worker = InWorker(_fit, self.root, self.train, evidence, seed=seed) if worker and self.test else None
 
     def result(self) -> dict[str, Any]:
         out: dict[str, Any] = {"personas": len(self.users), "seed": self.seed, "recurrence": recurrence_figures(self.root, self.users)}
-        out["classifier"] = self._worker.result() if self._worker else classifier(self.root, self.users, self.evidence,
-                                                                                   self.distractors, seed=self.seed)
+        if not self.train or not self.test:
+            out["classifier"] = {"available": False, "reason": f"needs at least 2 personas with evidence, has {len(self.users)}"}
+            return out
+        test = _features(self.root, self.test, self.evidence, self.distractors)
+        fitted = self._worker.result() if self._worker else _fit(self.root, self.train, self.evidence, seed=self.seed)
+        out["classifier"] = _score(fitted, test, len(self.train), len(self.test))
         return out
 
     def close(self) -> None:
@@ -145,51 +151,83 @@ def _ngrams(text: str) -> list[str]:
     return tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:])]
 
 
-def classifier(root: str | Path, users: list[str], evidence: dict[str, set[str]],
-               distractors: dict[str, dict[str, str]] | None = None, *, seed: int = 0) -> dict[str, Any]:
-    """The lexical classifier of the audit on `users` (audit_users): trained on the first 2/3,
-    tested on the rest."""
-    root = Path(root)
+def _hasher() -> Any:
+    """Hashed n-grams: no vocabulary of every bigram of ~100,000 turns in memory (that alone took
+    ~400 MB at full size); 2^20 buckets keep collisions negligible."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    return HashingVectorizer(analyzer=_ngrams, alternate_sign=False, norm=None, n_features=N_FEATURES, dtype=np.float32)
+
+
+def _split(users: list[str]) -> tuple[list[str], list[str]]:
+    """(train, test): the first 2/3 of the audited personas, the rest (both empty when either would be)."""
     n_train = int(round(len(users) * TRAIN_SHARE))
     if n_train < 1 or len(users) - n_train < 1:
-        return {"available": False, "reason": f"needs at least 2 personas with evidence, has {len(users)}"}
+        return [], []
+    return users[:n_train], users[n_train:]
+
+
+def _rows(root: Path, part: list[str], evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None
+          ) -> tuple[list[str], np.ndarray, np.ndarray, list[str]]:
+    """The user turns of `part`'s histories: texts, is evidence, is a distractor (not evidence), its form."""
+    texts, is_ev, is_dis, forms = [], [], [], []
+    for u in part:
+        ev, dis = evidence.get(u, set()), (distractors or {}).get(u, {})
+        for tid, role, text in _user_turns(root / "histories" / f"{u}.jsonl"):
+            if role == "user":
+                texts.append(text)
+                is_ev.append(tid in ev)
+                is_dis.append(tid in dis and tid not in ev)
+                forms.append(dis.get(tid, ""))
+    return texts, np.array(is_ev, dtype=bool), np.array(is_dis, dtype=bool), forms
+
+
+def _features(root: Path, test: list[str], evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None
+              ) -> tuple[Any, np.ndarray, np.ndarray, list[str]] | None:
+    """The test split: hashed n-gram counts and its labels (None without scikit-learn)."""
     try:
-        from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer, TfidfTransformer
-        from sklearn.linear_model import LogisticRegression
+        hasher = _hasher()
     except ImportError:
-        return {"available": False, "reason": "scikit-learn is not installed: pip install 'iba[audit]'"}
+        return None
+    x_test, y_test, dis_test, forms_test = _rows(root, test, evidence, distractors)
+    return hasher.transform(x_test), y_test, dis_test, forms_test
 
-    def rows(part: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, list[str]]:
-        texts, is_ev, is_dis, forms = [], [], [], []
-        for u in part:
-            ev, dis = evidence.get(u, set()), (distractors or {}).get(u, {})
-            for tid, role, text in _user_turns(root / "histories" / f"{u}.jsonl"):
-                if role == "user":
-                    texts.append(text)
-                    is_ev.append(tid in ev)
-                    is_dis.append(tid in dis and tid not in ev)
-                    forms.append(dis.get(tid, ""))
-        return texts, np.array(is_ev, dtype=bool), np.array(is_dis, dtype=bool), forms
 
-    train, test = users[:n_train], users[n_train:]
-    x_train, y_train, _, _ = rows(train)
-    x_test, y_test, dis_test, forms_test = rows(test)
-    if y_train.sum() == 0 or y_train.all() or y_test.sum() == 0:
-        return {"available": False, "reason": "a split has no evidence turns (or nothing else)"}
+def _fit(root: Path, train: list[str], evidence: dict[str, set[str]], *, seed: int = 0) -> tuple[Any, Any, Any] | str:
+    """(tf-idf, logistic regression, n-grams of the training evidence) trained on `train`'s user
+    turns, or why not (a reason)."""
+    try:
+        from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
+        from sklearn.linear_model import LogisticRegression
+        hasher = _hasher()
+    except ImportError:
+        return "scikit-learn is not installed: pip install 'iba[audit]'"
+    x_train, y_train, _, _ = _rows(root, train, evidence, None)
+    if y_train.sum() == 0 or y_train.all():
+        return "a split has no evidence turns (or nothing else)"
     # names for the heaviest buckets: the n-grams of the training evidence turns, hashed the same way
     ev_vocab = CountVectorizer(ngram_range=(1, 2), lowercase=True).fit([x for x, e in zip(x_train, y_train) if e]).get_feature_names_out()
-    # hashed n-grams: no vocabulary of every bigram of ~100,000 turns in memory (that alone took
-    # ~400 MB at full size); 2^20 buckets keep collisions negligible. Each stage's data is freed
-    # once used: the full build's peak memory is here.
-    hasher = HashingVectorizer(analyzer=_ngrams, alternate_sign=False, norm=None, n_features=N_FEATURES, dtype=np.float32)
     tfidf = TfidfTransformer(sublinear_tf=True)
     xt = tfidf.fit_transform(hasher.transform(x_train))
-    del x_train
+    del x_train  # each stage's data is freed once used: the full build's peak memory is here
     clf = LogisticRegression(C=C, max_iter=2000, solver="liblinear", random_state=seed)
     clf.fit(xt, y_train)
-    del xt
-    scores = clf.decision_function(tfidf.transform(hasher.transform(x_test)))
-    del x_test
+    return tfidf, clf, ev_vocab
+
+
+def _score(fitted: tuple[Any, Any, Any] | str, test: tuple[Any, np.ndarray, np.ndarray, list[str]] | None, n_train: int,
+           n_test: int) -> dict[str, Any]:
+    """The classifier's figures on the test split (`n_train`, `n_test`: personas in each)."""
+    if isinstance(fitted, str):
+        return {"available": False, "reason": fitted}
+    assert test is not None  # scikit-learn trained the model, so it hashed the test split too
+    tfidf, clf, ev_vocab = fitted
+    x_test, y_test, dis_test, forms_test = test
+    if y_test.sum() == 0:
+        return {"available": False, "reason": "a split has no evidence turns (or nothing else)"}
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    scores = clf.decision_function(tfidf.transform(x_test))
     n = int(y_test.sum())
     top = np.argsort(-scores, kind="mergesort")[:n]
     # each n-gram hashed as one feature string (the way the hasher hashes the n-grams it extracts)
@@ -199,8 +237,8 @@ def classifier(root: str | Path, users: list[str], evidence: dict[str, set[str]]
     return {
         "available": True,
         "model": f"tfidf of hashed word 1-2-grams (2^20, sublinear tf) + logistic regression (C {C}, liblinear)",
-        "train_personas": len(train),
-        "test_personas": len(test),
+        "train_personas": n_train,
+        "test_personas": n_test,
         "test_user_turns": int(len(y_test)),
         "test_evidence_turns": n,
         "test_distractor_turns": int(dis_test.sum()),
