@@ -231,6 +231,10 @@ PARTS = [
     ("iba.construct.builder", "write_stats", "stats: Table 2, counts"),
     ("iba.construct.stats", "tell_aucs", "stats: feature tells"),
     ("iba.construct.tell_audit", "audit", "stats: tell audit"),
+    ("iba.construct.tell_audit", "recurrence_figures", "stats: tell audit"),
+    ("iba.construct.tell_audit", "_features", "stats: tell audit"),
+    ("iba.construct.tell_audit", "_fit", "stats: tell audit"),
+    ("iba.construct.tell_audit", "_score", "stats: tell audit"),
 ]
 
 

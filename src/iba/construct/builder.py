@@ -2,7 +2,8 @@
 
 Ground truth first, text second: every persona is planned (states, instances, evidence, session
 layout) before a writer turns sessions into text, so the procedural and the LLM writer give the
-same answer key for the same seed. The procedural build is byte-identical for a seed.
+same answer key for the same seed. The procedural build is byte-identical for a seed, whatever
+the number of worker processes that plan and write its personas (iba.construct.workers).
 """
 
 from __future__ import annotations
@@ -286,7 +287,6 @@ def build_dataset(
     try:
         job = _Job(out=out, taxonomy=taxonomy, seed=seed, counts=counts, distractors=distractors_on, writer=writer, parts=tmp,
                    backend=backend, max_rewrites=max_rewrites, concurrency=concurrency, progress=progress)
-        del work
         bar = tqdm(total=sum(len(p) for p in parts), desc="writing histories", unit="persona", disable=not progress)
         shards = run_shards(lambda i, report: _shard(job, i, parts[i], report), len(parts), bar.update)
         bar.close()
@@ -336,9 +336,12 @@ def build_dataset(
 
 
 def _remove_stale_histories(out: Path, keep: set[str]) -> None:
-    """A rebuild into the same folder must not leave histories of personas it no longer has."""
+    """A rebuild into the same folder must not leave histories of personas it no longer has (nor
+    the temporary folder of a build that was killed)."""
     hist = out / "histories"
     if hist.is_dir():
         for f in hist.glob("*.jsonl"):
             if f.stem not in keep:
                 f.unlink()
+    for d in out.glob(".build-*"):
+        shutil.rmtree(d, ignore_errors=True)
