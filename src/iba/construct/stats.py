@@ -187,18 +187,18 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
             labels.add((lab.turn_id, lab.dimension, lab.value, lab.signal_type, lab.superseded))
 
     del keys
-    distractors = _distractor_forms(ds.root)
     release_free_memory()  # the answer keys: not kept, nor inherited by the audit's worker
     users = sorted(ds.personas)
     for u in users:  # a user id must name a file in histories/ (not ../x), and the file must be there
         if not ds.history_path(u).exists():
             raise DatasetError(f"{ds.history_path(u)}: file not found (persona {u!r} of personas.jsonl has no history)")
-    # the tell audit's classifier (the longest part) in a worker, beside the reading of every history here
-    pending = tell_audit.PendingAudit(ds.root, relevant, distractors, worker=workers > 1 and can_fork()) if audit else None
+    # the tell audit's training (its longest part) in a worker, beside everything else here
+    pending = tell_audit.PendingAudit(ds.root, relevant, worker=workers > 1 and can_fork()) if audit else None
     try:
+        distractors = _distractor_forms(ds.root)
         turns = {u: _count_lines(ds.history_path(u)) for u in users}
         tells = tell_aucs(ds.root, relevant)
-        audited = pending.result() if pending else None
+        audited = pending.result(distractors) if pending else None
     finally:
         if pending:
             pending.close()

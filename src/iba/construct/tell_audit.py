@@ -99,8 +99,8 @@ def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str
           seed: int = 0, max_personas: int = MAX_PERSONAS) -> dict[str, Any]:
     """The tell audit of the dataset at `root`. `evidence`: user id -> the turn ids its answer keys
     cite; `distractors`: user id -> its distractor turn ids -> their form (None or empty: none)."""
-    with PendingAudit(root, evidence, distractors, seed=seed, max_personas=max_personas) as pending:
-        return pending.result()
+    with PendingAudit(root, evidence, seed=seed, max_personas=max_personas) as pending:
+        return pending.result(distractors)
 
 
 class PendingAudit:
@@ -110,21 +110,23 @@ class PendingAudit:
     in between runs beside the training too). The same figures either way. A context manager:
     leaving it ends the worker."""
 
-    def __init__(self, root: str | Path, evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None = None, *,
-                 seed: int = 0, max_personas: int = MAX_PERSONAS, worker: bool = False) -> None:
+    def __init__(self, root: str | Path, evidence: dict[str, set[str]], *, seed: int = 0, max_personas: int = MAX_PERSONAS,
+                 worker: bool = False) -> None:
         from iba.construct.workers import InWorker
 
-        self.root, self.evidence, self.distractors, self.seed = Path(root), evidence, distractors, seed
+        self.root, self.evidence, self.seed = Path(root), evidence, seed
         self.users = audit_users(root, evidence, seed=seed, max_personas=max_personas)
         self.train, self.test = _split(self.users)
         self._worker = InWorker(_fit, self.root, self.train, evidence, seed=seed) if worker and self.test else None
 
-    def result(self) -> dict[str, Any]:
+    def result(self, distractors: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+        """The audit's figures; `distractors`: user id -> its distractor turn ids -> their form
+        (None or empty: none; only the test split's are read, so they may come after the start)."""
         out: dict[str, Any] = {"personas": len(self.users), "seed": self.seed, "recurrence": recurrence_figures(self.root, self.users)}
         if not self.train or not self.test:
             out["classifier"] = {"available": False, "reason": f"needs at least 2 personas with evidence, has {len(self.users)}"}
             return out
-        test = _features(self.root, self.test, self.evidence, self.distractors)
+        test = _features(self.root, self.test, self.evidence, distractors)
         fitted = self._worker.result() if self._worker else _fit(self.root, self.train, self.evidence, seed=self.seed)
         out["classifier"] = _score(fitted, test, len(self.train), len(self.test))
         return out
