@@ -141,6 +141,7 @@ def timed_build(a: argparse.Namespace, out: Path) -> dict[str, Any]:
     return {
         "wall_s": _time_v(err, "Elapsed (wall clock) time"),
         "cpu_s": _time_v(err, "User time (seconds)") + _time_v(err, "System time (seconds)"),
+        "sys_s": _time_v(err, "System time (seconds)"),
         "max_rss_mb": _time_v(err, "Maximum resident set size") / 1024,
         "tree_rss_mb": peak[0] / 1024,  # /usr/bin/time itself is ~2 MB of it
         "tree_pss_mb": peak[1] / 1024,
@@ -281,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
                 if problems:
                     log("  bytes differ from the reference:\n    " + "\n    ".join(problems[:20]))
             result["runs"].append(r)
-            log(f"build {i + 1}/{a.repeats}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, max RSS {r['max_rss_mb']:.0f} MB, "
+            log(f"build {i + 1}/{a.repeats}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU ({r['sys_s']:.1f} sys), max RSS {r['max_rss_mb']:.0f} MB, "
                 f"process tree RSS {r['tree_rss_mb']:.0f} MB / PSS {r['tree_pss_mb']:.0f} MB, load {r['load']:.1f}"
                 + ("" if not a.reference else ", identical to the reference" if r["identical"] else ", DIFFERS"))
         if result["runs"]:
