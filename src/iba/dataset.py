@@ -65,16 +65,27 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-def write_jsonl(path: Path, records: Iterable[BaseModel]) -> int:
-    """One record per line, streamed into a temporary file that is renamed into place (the full
-    build writes ~135,000 distractor labels: held as one string they cost hundreds of MB)."""
+_quote = json.encoder.encode_basestring  # type: ignore[attr-defined]  # a JSON string, non-ASCII kept (as pydantic writes it)
+
+
+def turn_line(id: str, session_id: str, timestamp: str, role: str, text: str) -> str:
+    """The JSON of Turn(...).model_dump_json(), byte for byte, without building the model (the
+    full build writes ~2 million turns; tests/test_dataset.py compares the two)."""
+    return (f'{{"id":{_quote(id)},"session_id":{_quote(session_id)},"timestamp":{_quote(timestamp)},'
+            f'"role":{_quote(role)},"text":{_quote(text)}}}')
+
+
+def write_jsonl(path: Path, records: Iterable[BaseModel | str]) -> int:
+    """One record per line (a str is a record's JSON already), streamed into a temporary file that
+    is renamed into place (the full build writes ~135,000 distractor labels: held as one string
+    they cost hundreds of MB)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     n = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             for r in records:
-                f.write(r.model_dump_json())
+                f.write(r if isinstance(r, str) else r.model_dump_json())
                 f.write("\n")
                 n += 1
         os.replace(tmp, path)
