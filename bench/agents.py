@@ -5,9 +5,11 @@
 
 What it does:
   1. builds `--preset full` into --dataset if it is not there (26 s; 326 MB),
-  2. draws the sample: `--users` personas (seeded), then from their instances, round-robin over the
-     domains, `--n-api` CallAPI instances and `--n-generate` Generate instances whose checkpoints
-     carry verifiers; the ids go to OUT/sample.json so the sample is on record,
+  2. draws the sample: `--users` personas (seeded), then from their instances `--n-api` CallAPI
+     instances and `--n-generate` Generate instances whose checkpoints carry verifiers, each drawn
+     by `iba run --sample`'s stratified sampler (iba.run.sample.draw_sample: domains, then users and
+     scenarios, balanced); the ids go to OUT/sample.json and the store records the sample, so its
+     report says what it is and a store never mixes two samples (a new seed needs a new --out),
   3. runs every agent on `--chunk` instances at a time (so a stopped run leaves the agents on the
      same instances), each with `--qa-per-instance` MCQ probes, into OUT/agents.sqlite — the store
      is the resume point: rerun the same command and it continues where it stopped,
@@ -33,7 +35,6 @@ import shlex
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 DEFAULT_AGENTS = ("rag", "iba?expansion=template&reranker=rules&compact=none")
@@ -83,32 +84,20 @@ def ensure_dataset(path: Path) -> None:
     subprocess.run(cmd, check=True)
 
 
-def draw_sample(ds, *, users: int, seed: int, n_api: int, n_generate: int) -> list[str]:
-    """Seeded personas, then their instances round-robin over domains and, within a domain, over
-    scenarios (each scenario's order seeded), so any prefix of the sample is spread over both."""
+def bench_sample(ds, *, users: int, seed: int, n_api: int, n_generate: int) -> list[str]:
+    """Seeded personas, then among their instances the library's stratified draw per action kind
+    (iba.run.sample.draw_sample), the kinds interleaved so that any prefix of the sample mixes both.
+    (Samples drawn before this used a round-robin of their own: their ids are in their sample.json.)"""
+    from iba.run.sample import draw_sample
+
     rng = random.Random(seed)
     all_users = sorted({t.user_id for t in ds.instances})
     chosen = set(rng.sample(all_users, min(users, len(all_users))))
     keys = ds.answer_keys()
 
     def pick(kind: str, n: int, ok) -> list[str]:
-        cells: dict[tuple[str, str], list[str]] = defaultdict(list)
-        for t in ds.instances:
-            if t.user_id in chosen and t.action == kind and ok(t):
-                cells[(t.domain, t.scenario)].append(t.instance_id)
-        for ids in cells.values():
-            rng.shuffle(ids)
-        # domain-major order of scenario queues: d1s1, d2s1, ..., d1s2, d2s2, ...
-        per_domain: dict[str, list[list[str]]] = defaultdict(list)
-        for (d, _), ids in sorted(cells.items()):
-            per_domain[d].append(ids)
-        queues = [q for i in range(max((len(v) for v in per_domain.values()), default=0))
-                  for d in sorted(per_domain) for q in per_domain[d][i:i + 1]]
-        out: list[str] = []
-        while len(out) < n and any(queues):
-            for q in queues:
-                if q and len(out) < n:
-                    out.append(q.pop())
+        pool = [t for t in ds.instances if t.user_id in chosen and t.action == kind and ok(t)]
+        out = [t.instance_id for t in draw_sample(pool, n, seed)]
         if len(out) < n:
             print(f"note: only {len(out)} {kind} instances among the {len(chosen)} personas (asked {n})", file=sys.stderr)
         return out
@@ -116,11 +105,28 @@ def draw_sample(ds, *, users: int, seed: int, n_api: int, n_generate: int) -> li
     api = pick("call_api", n_api, lambda t: bool(keys[t.instance_id].slots))
     gen = pick("generate", n_generate,
                lambda t: any(c.verifier is not None for c in keys[t.instance_id].checkpoints)) if n_generate else []
-    # interleave so that any prefix of the sample mixes both kinds and all domains
     mixed: list[str] = []
     for i in range(max(len(api), len(gen))):
         mixed += api[i:i + 1] + gen[i:i + 1]
     return mixed
+
+
+def record_sample(store, ds, args: argparse.Namespace, sample: list[str]) -> None:
+    """The sample in the store (iba.run.sample.bind_sample): the report names it, and a store that
+    holds another sample's records is refused rather than mixed."""
+    from iba.dataset import dataset_id
+    from iba.run.sample import Sample, bind_sample, ids_sha
+
+    s = Sample(dataset=dataset_id(ds), n=len(sample), asked=args.n_api + args.n_generate, seed=args.seed,
+               pool=len(ds.instances), dataset_instances=len(ds.instances),
+               filters={"personas": [f"{args.users} drawn with seed {args.seed}"],
+                        "kinds": [f"{args.n_api} call_api with slots", f"{args.n_generate} generate with verifiers"]},
+               instance_ids=sample, instance_ids_sha=ids_sha(sample),
+               command=f"python bench/agents.py --users {args.users} --seed {args.seed} --n-api {args.n_api} "
+                       f"--n-generate {args.n_generate}")
+    note = bind_sample(store, s.dataset, s, sample)
+    if note:
+        print(note, flush=True)
 
 
 def fmt_s(s: float) -> str:
@@ -143,6 +149,7 @@ def run(args: argparse.Namespace, ds, sample: list[str]) -> None:
     t0, ran, done = time.monotonic(), 0, 0
     total = {"ok": 0, "failed": 0, "errored": 0, "skipped": 0, "calls": 0}  # the line reads as totals: keep them
     with Store(store_path) as store:
+        record_sample(store, ds, args, sample)
         for start in range(0, len(sample), args.chunk):
             chunk = sample[start:start + args.chunk]
             cfg = RunConfig(agents=args.agents, run="bench-agents", seed=42, instance_ids=chunk,
@@ -186,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     ensure_dataset(args.dataset)
     ds = Dataset(args.dataset)
     args.out.mkdir(parents=True, exist_ok=True)
-    sample = draw_sample(ds, users=args.users, seed=args.seed, n_api=args.n_api, n_generate=args.n_generate)
+    sample = bench_sample(ds, users=args.users, seed=args.seed, n_api=args.n_api, n_generate=args.n_generate)
     record = {"command": shlex.join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
               "dataset": str(args.dataset), "users": args.users, "seed": args.seed, "model": args.model,
               "agents": args.agents, "instances": sample}

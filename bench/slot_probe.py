@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from agents import draw_sample  # noqa: E402  (bench/agents.py: the same sample as the agent tables)
+from agents import bench_sample  # noqa: E402  (bench/agents.py: the same sample as the agent tables)
 
 from iba.agents.alignment_tools import slot_prompt  # noqa: E402
 from iba.agents.base import AgentEnv, parse_agent_spec, parse_options  # noqa: E402
@@ -60,7 +60,7 @@ async def main(a: argparse.Namespace) -> None:
                                       **parse_agent_spec("iba?" + a.spec)[1]}, "iba")
     backend = resolve_backend(a.model, use_cache=False) if a.model else None
     totals: dict[str, list[int]] = {}
-    for iid in draw_sample(ds, users=a.users, seed=a.seed, n_api=a.n_api, n_generate=0):
+    for iid in bench_sample(ds, users=a.users, seed=a.seed, n_api=a.n_api, n_generate=0):
         task, key = tasks[iid], keys[iid]
         history = ds.history(task.user_id)
         turns = {t.id: t for t in history}

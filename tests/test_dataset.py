@@ -186,7 +186,7 @@ def test_check_only_the_selected_instances_histories_and_keys(tmp_path):
     (root / "answer_key.jsonl").unlink()
     ds = Dataset(root)
     assert ds.check(answer_key=False) == []  # --no-score: the key is not needed
-    with pytest.raises(DatasetError, match="answer_key.jsonl: file not found"):
+    with pytest.raises(DatasetError, match="answer_key.jsonl: no answer key: .* --answer-key PATH"):
         ds.check(ds.instances[:1])
 
 
@@ -248,3 +248,60 @@ def test_answer_keys_for_unknown_instances_are_a_warning(tmp_path):
     _write(key, _lines(key) + [json.dumps({"instance_id": "gone"})])
     warnings = Dataset(root).check()
     assert len(warnings) == 1 and "1 answer key(s) for instances not in instances.jsonl (first: 'gone' on line 3)" in warnings[0]
+
+
+def _with_states(tmp_path):
+    from iba.dataset import write_dataset
+    from iba.types import Persona, PersonaStateSpan
+
+    root = tiny_dataset(tmp_path / "ds")
+    ds = Dataset(root)
+    span = PersonaStateSpan(state="sore_throat", description="Has a sore throat.", start="2025-01-20T00:00:00",
+                            end="2025-02-03T00:00:00")
+    persona = ds.personas["u0"].model_copy(update={"states": [span]})
+    write_dataset(root, ds.manifest, [persona], {"u0": ds.history("u0")}, ds.instances, ds.answer_keys().values())
+    return root, span
+
+
+def test_persona_states_are_written_apart_and_read_by_the_evaluator(tmp_path):
+    root, span = _with_states(tmp_path)
+    assert "sore_throat" not in (root / "personas.jsonl").read_text()  # what agents may know: B, T, R
+    assert "sore_throat" in (root / "persona_states.jsonl").read_text()
+    ds = Dataset(root)
+    assert ds.personas["u0"].states == [] and ds.persona_states() == {"u0": [span]}
+    assert ds.evaluator_personas()["u0"].states == [span]
+    assert str((root / "persona_states.jsonl").resolve()) in ds.hidden_paths
+    ds.check()
+    held = tmp_path / "held"
+    held.mkdir()
+    for name in ("answer_key.jsonl", "persona_states.jsonl"):
+        (root / name).rename(held / name)
+    assert Dataset(root).persona_states() == {}  # the public folder has none
+    kept = Dataset(root, answer_key=held / "answer_key.jsonl")
+    assert kept.persona_states() == {"u0": [span]}  # beside the held-back key
+    assert str((held / "persona_states.jsonl").resolve()) in kept.hidden_paths
+
+
+def test_bad_persona_states_are_named_with_file_and_line(tmp_path):
+    root, _ = _with_states(tmp_path)
+    line = (root / "persona_states.jsonl").read_text()
+    (root / "persona_states.jsonl").write_text(line + line)
+    with pytest.raises(DatasetError, match=r"persona_states.jsonl:2: duplicate user_id 'u0'"):
+        Dataset(root).check()
+    (root / "persona_states.jsonl").write_text(line.replace('"u0"', '"u9"'))
+    with pytest.raises(DatasetError, match=r"persona_states.jsonl:1: states of user 'u9', who is not in personas.jsonl"):
+        Dataset(root).check()
+
+
+def test_turn_line_is_the_models_json_byte_for_byte():
+    """The builder writes turns with turn_line; readers and the byte-identical build rely on it
+    being exactly Turn.model_dump_json()."""
+    from iba.dataset import turn_line
+    from iba.types import Turn
+
+    texts = ["plain", 'quote " and backslash \\ and slash /', "new\nline\ttab\rcr\bbs\fff", "\x00\x01\x1f\x7f",
+             "Ünïcödé — “curly” ‘quotes’ … 🙂 \u2028\u2029 \ufeff", "", "<script>&amp;</script>"]
+    for text in texts:
+        for role in ("user", "assistant"):
+            turn = Turn(id="u0001-s002-t03", session_id="u0001-s002", timestamp="2025-03-04T09:12:33+00:00", role=role, text=text)
+            assert turn_line(turn.id, turn.session_id, turn.timestamp, role, text) == turn.model_dump_json(), repr(text)

@@ -84,6 +84,33 @@ def test_the_api_key_appears_in_no_output_of_a_failing_run(llama_server, tmp_pat
 
 
 @pytest.mark.slow
+def test_a_key_echoed_in_a_successful_reply_is_stored_nowhere(llama_server, tmp_path):
+    """A 200 whose text quotes the key (a prompt-injected model, a debugging gateway): the reply is
+    the agent's action, so it reaches the store, the response cache and the report, each scrubbed."""
+    ds = tiny_dataset(tmp_path / "ds")
+    work = tmp_path / "work"
+    work.mkdir()
+    store, report = work / "runs.sqlite", work / "report"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_BASE_URL"} | {"OPENAI_API_KEY": KEY}
+    with FaultProxy(llama_server) as proxy:
+        proxy.always(Fault.echo_reply())
+        run = _iba("run", str(ds), "--agent", "direct?max_tokens=8", "--model", f"openai:{MODEL}", "--limit", "1",
+                   "--base-url", proxy.base_url, "--store", str(store), "--cache-dir", str(work / "cache"),
+                   "--judges", "none", "--quiet", env=env, cwd=work)
+        assert proxy.completions() and proxy.completions()[0].authorization == f"Bearer {KEY}"
+    assert run.returncode == 0, run.stderr
+    rep = _iba("report", str(store), "--dataset", str(ds), "--out", str(report), env=env, cwd=work)
+    assert rep.returncode == 0, rep.stderr
+    with Store(store) as s:
+        [rec] = list(s.runs())
+    assert rec.status == "ok" and "(you sent Bearer ***)" in rec.action.text  # the echo arrived, scrubbed
+    assert (work / "cache" / "llm-responses.sqlite").exists()
+    for name, text in [("run stdout", run.stdout), ("run stderr", run.stderr), ("store dump", _store_dump(store))]:
+        assert FRAGMENT not in text, f"the key leaked into {name}"
+    assert _files_containing(work, FRAGMENT) == []  # store + WAL, response cache, report.html and the rest
+
+
+@pytest.mark.slow
 async def test_the_api_key_is_in_no_exception_or_log_record(llama_server, monkeypatch, caplog):
     secret = "iba-test-SECRET-123"  # not key-shaped: only the backend's own scrubbing can catch it
     monkeypatch.setenv("OPENAI_API_KEY", secret)

@@ -1,13 +1,15 @@
 """Reading and writing IBA dataset directories.
 
-Layout: manifest.json, personas.jsonl, histories/<user_id>.jsonl, instances.jsonl (TaskViews),
-answer_key.jsonl (hidden), distractors.jsonl (hidden, optional), stats.json. Every bad record is reported with its file and line.
+Layout: manifest.json, personas.jsonl (B, T, R), histories/<user_id>.jsonl, instances.jsonl (TaskViews),
+answer_key.jsonl (hidden), distractors.jsonl (hidden, optional), persona_states.jsonl (hidden: the
+personas' transient states E, which decide state-driven targets), stats.json. Every bad record is
+reported with its file and line.
 Writes go to a temporary file and are renamed into place, so a crash never leaves half a file.
 
 Limits on what is read (see README "Dataset limits"): a turn's text longer than MAX_TURN_CHARS is
 truncated with TRUNCATION_MARKER and a warning naming file:line; a history past MAX_HISTORY_TURNS
 turns or MAX_HISTORY_CHARS characters is an error. Both sit far above the full benchmark (its
-largest histories are ~4,400 short turns, well under a million characters), so they only stop
+histories hold a few thousand short turns, well under a million characters), so they only stop
 corrupt or hostile files from handing a huge string to embedding and retrieval.
 """
 
@@ -27,7 +29,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from iba.types import AnswerKey, DistractorLabel, Manifest, Persona, TaskView, Turn, stable_hash
+from iba.types import AnswerKey, DistractorLabel, Manifest, Persona, PersonaStates, PersonaStateSpan, TaskView, Turn, stable_hash
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -39,6 +41,12 @@ MAX_HISTORY_TURNS = 100_000
 MAX_HISTORY_CHARS = 20_000_000
 TRUNCATION_MARKER = " [... truncated by iba: turn longer than {limit} characters]"
 MAX_PROBLEMS_SHOWN = 20
+ANSWER_KEY = "answer_key.jsonl"
+DISTRACTORS = "distractors.jsonl"
+PERSONA_STATES = "persona_states.jsonl"
+# the evaluator's files: never shown to an agent, held back from a public release, kept together
+# (a held-back key's distractor labels and persona states sit beside it)
+HIDDEN_FILES = (ANSWER_KEY, DISTRACTORS, PERSONA_STATES)
 
 
 class DatasetError(ValueError):
@@ -57,16 +65,27 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-def write_jsonl(path: Path, records: Iterable[BaseModel]) -> int:
-    """One record per line, streamed into a temporary file that is renamed into place (the full
-    build writes ~135,000 distractor labels: held as one string they cost hundreds of MB)."""
+_quote = json.encoder.encode_basestring  # type: ignore[attr-defined]  # a JSON string, non-ASCII kept (as pydantic writes it)
+
+
+def turn_line(id: str, session_id: str, timestamp: str, role: str, text: str) -> str:
+    """The JSON of Turn(...).model_dump_json(), byte for byte, without building the model (the
+    full build writes ~2 million turns; tests/test_dataset.py compares the two)."""
+    return (f'{{"id":{_quote(id)},"session_id":{_quote(session_id)},"timestamp":{_quote(timestamp)},'
+            f'"role":{_quote(role)},"text":{_quote(text)}}}')
+
+
+def write_jsonl(path: Path, records: Iterable[BaseModel | str]) -> int:
+    """One record per line (a str is a record's JSON already), streamed into a temporary file that
+    is renamed into place (the full build writes ~135,000 distractor labels: held as one string
+    they cost hundreds of MB)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     n = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             for r in records:
-                f.write(r.model_dump_json())
+                f.write(r if isinstance(r, str) else r.model_dump_json())
                 f.write("\n")
                 n += 1
         os.replace(tmp, path)
@@ -122,6 +141,13 @@ def _instant(ts: str) -> datetime | None:
     return dt.astimezone(timezone.utc).replace(tzinfo=None) if dt.tzinfo else dt
 
 
+def _problems(header: str, problems: list[str]) -> DatasetError:
+    """One DatasetError listing the first MAX_PROBLEMS_SHOWN problems, one per line."""
+    shown = problems[:MAX_PROBLEMS_SHOWN]
+    more = len(problems) - len(shown)
+    return DatasetError(f"{header}:\n  " + "\n  ".join(shown) + (f"\n  ... and {more} more" if more > 0 else ""))
+
+
 class Dataset:
     """A dataset directory. The answer key is loaded only through `answer_keys()` (evaluator side).
 
@@ -137,11 +163,12 @@ class Dataset:
         # release with a hidden test split; its distractor labels, if any, sit beside it
         self.held_back = answer_key is not None
         self.answer_key_path = Path(answer_key) if answer_key is not None else self.root / "answer_key.jsonl"
-        self.distractors_path = self.answer_key_path.parent / "distractors.jsonl"
+        self.distractors_path = self.answer_key_path.parent / DISTRACTORS
+        self.persona_states_path = self.answer_key_path.parent / PERSONA_STATES
         self.warnings: list[str] = []
         self._lines: dict[tuple[str, str], int] = {}  # (file name, record id) -> line, for check() messages
         # the last few histories read, keyed by the file's (mtime, size): a run takes a user's
-        # instances one after another, and parsing a 4,400-turn history costs ~5 ms each time
+        # instances one after another, and parsing a history of a few thousand turns costs ~5 ms each time
         self._histories: OrderedDict[str, tuple[tuple[int, int], list[Turn]]] = OrderedDict()
         self._histories_lock = threading.Lock()
 
@@ -199,7 +226,34 @@ class Dataset:
 
     @cached_property
     def personas(self) -> dict[str, Persona]:
-        return {p.id: p for p in self._unique("personas.jsonl", Persona, "id")}
+        """The public personas (B, T, R). A personas.jsonl written before the states moved to the
+        hidden persona_states.jsonl still loads (its states are read as the evaluator's, see
+        persona_states), with a warning: that file must not be published as it is."""
+        out = {p.id: p for p in self._unique("personas.jsonl", Persona, "id")}
+        if any(p.states for p in out.values()):
+            self._warn(f"{self.root / 'personas.jsonl'}: holds the personas' transient states (written before "
+                       f"they moved to the hidden {PERSONA_STATES}); agents are never given this file, but do "
+                       "not publish the folder as it is: `iba export hf DIR OUT --hold-back` writes a public copy "
+                       "without them")
+        return out
+
+    def persona_states(self) -> dict[str, list[PersonaStateSpan]]:
+        """User id -> transient states E (evaluator side, like the answer key): from
+        persona_states.jsonl beside the key, else those an older personas.jsonl carried; users
+        without states are left out."""
+        return {uid: list(v) for uid, v in self._persona_states.items()}
+
+    @cached_property
+    def _persona_states(self) -> dict[str, list[PersonaStateSpan]]:
+        if self.persona_states_path.exists():
+            records = self._unique(PERSONA_STATES, PersonaStates, "user_id", self.persona_states_path)
+            return {r.user_id: list(r.states) for r in records if r.states}
+        return {uid: list(p.states) for uid, p in self.personas.items() if p.states}
+
+    def evaluator_personas(self) -> dict[str, Persona]:
+        """The personas with their transient states, for evaluator-side prompts (`iba validate`)."""
+        states = self.persona_states()
+        return {uid: p.model_copy(update={"states": states.get(uid, [])}) for uid, p in self.personas.items()}
 
     def history_path(self, user_id: str) -> Path:
         # the id comes from the data: it must not reach outside histories/ (or hold a NUL byte)
@@ -261,7 +315,17 @@ class Dataset:
             turns.append(turn)
         return turns
 
+    def _no_key(self) -> None:
+        """A DatasetError saying what to do when the folder has no key: a public release (an export
+        with --hold-back, read back) keeps it elsewhere, and every command that scores takes it."""
+        if not self.held_back and not self.answer_key_path.exists():
+            raise DatasetError(
+                f"{self.answer_key_path}: no answer key: {self.name} is a public release whose key is held back "
+                "(or the file is gone); score with the key kept elsewhere: --answer-key PATH (its distractors.jsonl "
+                "and persona_states.jsonl beside it; inspect: -T answer_key=PATH)")
+
     def answer_keys(self) -> dict[str, AnswerKey]:
+        self._no_key()
         return {k.instance_id: k for k in self._unique("answer_key.jsonl", AnswerKey, "instance_id",
                                                        self.answer_key_path)}
 
@@ -269,6 +333,7 @@ class Dataset:
         """One instance's key, read from the file now and nothing else kept (a held-back key is
         opened only once an item's agents have finished, one item at a time). Only lines naming
         the id are parsed; a bad one is a DatasetError with file:line."""
+        self._no_key()
         needles = (instance_id, json.dumps(instance_id)[1:-1])
         found: tuple[int, AnswerKey] | None = None
         path = self.answer_key_path
@@ -298,10 +363,10 @@ class Dataset:
 
     @property
     def hidden_paths(self) -> tuple[str, ...]:
-        """Every file agents must never see: the answer key and distractor labels, in the folder
-        and (held back) wherever the key is kept."""
-        paths = [self.root / "answer_key.jsonl", self.root / "distractors.jsonl", self.answer_key_path,
-                 self.distractors_path]
+        """Every file agents must never see: the answer key, distractor labels and persona states,
+        in the folder and (held back) wherever the key is kept."""
+        paths = [*(self.root / name for name in HIDDEN_FILES), self.answer_key_path, self.distractors_path,
+                 self.persona_states_path]
         return tuple(dict.fromkeys(str(p.resolve()) for p in paths))
 
     def distractors(self) -> dict[str, list[DistractorLabel]]:
@@ -362,19 +427,40 @@ class Dataset:
             if keys is not None:
                 problems += self._check_keys(tasks, keys, turn_ids)
                 problems += self._check_distractors(turn_ids)
+                problems += self._check_persona_states(personas)
                 known = {t.instance_id for t in all_tasks}
                 extra = [k for k in keys if k not in known]
                 if extra:
                     self._warn(f"{self.answer_key_path}: {len(extra)} answer key(s) for instances not in "
                                f"instances.jsonl (first: {extra[0]!r} on line {self._line('answer_key.jsonl', extra[0])})")
         if problems:
-            shown = problems[:MAX_PROBLEMS_SHOWN]
-            more = len(problems) - len(shown)
-            raise DatasetError(
-                f"dataset {self.root} failed its check ({len(problems)} problem{'s' if len(problems) > 1 else ''}):\n  "
-                + "\n  ".join(shown) + (f"\n  ... and {more} more" if more > 0 else "")
-            )
+            raise _problems(f"dataset {self.root} failed its check ({len(problems)} problem"
+                            f"{'s' if len(problems) > 1 else ''})", problems)
         return list(self.warnings)
+
+    def check_tasks_after_history(self, tasks: Iterable[TaskView]) -> None:
+        """DatasetError, naming each instance, unless every task's `now` comes after the last turn of
+        its user's history (the builder writes them so). A memory agent ingests the whole history
+        before it acts: a task dated inside the history would let it remember its own future."""
+        problems: list[str] = []
+        inst = self.root / "instances.jsonl"
+        last: dict[str, Turn | None] = {}
+        for t in tasks:
+            if t.user_id not in last:
+                turns = self.history(t.user_id)
+                last[t.user_id] = turns[-1] if turns else None
+            turn = last[t.user_id]
+            now = _instant(t.now)
+            where = f"{inst}:{self._line('instances.jsonl', t.instance_id)}: instance {t.instance_id!r}"
+            if now is None:
+                problems.append(f"{where}: now {t.now!r} is not ISO 8601")
+            elif turn is not None and now <= (_instant(turn.timestamp) or now):
+                problems.append(f"{where}: now {t.now} is not after the last turn of {t.user_id}'s history "
+                                f"({turn.id}, {turn.timestamp})")
+        if problems:
+            raise _problems(f"dataset {self.root}: {len(problems)} task(s) come before the end of their user's "
+                            "history, so a memory agent, which ingests the whole history first, cannot be run on them",
+                            problems)
 
     def _check_scenarios(self, tasks: list[TaskView]) -> list[str]:
         """Scenario ids against the shipped taxonomy, when this dataset was built from that version.
@@ -453,6 +539,21 @@ class Dataset:
         return out
 
 
+    def _check_persona_states(self, personas: dict[str, Persona] | None) -> list[str]:
+        """persona_states.jsonl (where there is one) must parse, each user once and a persona."""
+        path = self.persona_states_path
+        if not path.exists():
+            return []
+        try:
+            self.persona_states()
+        except DatasetError as e:
+            return [str(e)]
+        if personas is None:
+            return []
+        return [f"{path}:{self._line(PERSONA_STATES, uid)}: states of user {uid!r}, who is not in personas.jsonl"
+                for uid in self.persona_states() if uid not in personas]
+
+
 def dataset_id(ds: Dataset) -> str:
     """Name plus a fingerprint of the manifest, so two different builds never share run keys."""
     return f"{ds.name}@{stable_hash(ds.manifest.model_dump(mode='json'), 8)}"
@@ -479,17 +580,26 @@ def write_dataset(
     distractors: Iterable[DistractorLabel] | None = None,
 ) -> None:
     """Histories first, then instances and answer keys (iterables are consumed in that order, so
-    keys may be computed from what writing the histories recorded), the manifest last."""
+    keys may be computed from what writing the histories recorded), the manifest last.
+
+    The personas' transient states go to the hidden persona_states.jsonl (users without states
+    left out; no file when no persona has any), never to personas.jsonl."""
     root.mkdir(parents=True, exist_ok=True)
-    write_jsonl(root / "personas.jsonl", personas)
+    personas = list(personas)
+    write_jsonl(root / "personas.jsonl", personas)  # Persona.states is never serialised
+    states = [PersonaStates(user_id=p.id, states=p.states) for p in personas if p.states]
+    if states:
+        write_jsonl(root / PERSONA_STATES, states)
+    else:  # a rebuild into the same folder must not leave another build's states
+        (root / PERSONA_STATES).unlink(missing_ok=True)
     for user_id, turns in sorted(histories.items()):
         write_jsonl(root / "histories" / f"{user_id}.jsonl", turns)
     write_jsonl(root / "instances.jsonl", instances)
-    write_jsonl(root / "answer_key.jsonl", answer_keys)
+    write_jsonl(root / ANSWER_KEY, answer_keys)
     if distractors is not None:
-        write_jsonl(root / "distractors.jsonl", distractors)
+        write_jsonl(root / DISTRACTORS, distractors)
     else:  # a rebuild into the same folder must not leave another build's labels
-        (root / "distractors.jsonl").unlink(missing_ok=True)
+        (root / DISTRACTORS).unlink(missing_ok=True)
     # the manifest last: its presence marks a complete dataset
     atomic_write_text(root / "manifest.json", manifest.model_dump_json(indent=2) + "\n")
 

@@ -210,12 +210,26 @@ class PersonaStateSpan(Strict):
 
 
 class Persona(Strict):
+    """A user as agents may know them (personas.jsonl): B, T and R, what a user would tell an
+    assistant about themselves. The transient states E decide state-driven slots and checkpoints,
+    so they are answers: they live in the hidden persona_states.jsonl (PersonaStates), beside the
+    answer key. `states` holds them in memory on the builder's and the evaluator's side and is
+    never written (exclude=True); a personas.jsonl written before the split still loads with them."""
+
     id: str
     name: str
     background: dict[str, str]  # B: long-term attributes
     traits: list[str]  # T: long-term personality traits
-    states: list[PersonaStateSpan] = Field(default_factory=list)  # E: transient
+    states: list[PersonaStateSpan] = Field(default_factory=list, exclude=True)  # E: transient, evaluator-side
     role: str  # R: current professional/social role
+
+
+class PersonaStates(Strict):
+    """A persona's transient states E with their dates (persona_states.jsonl): evaluator-only,
+    hidden like the answer key."""
+
+    user_id: str
+    states: list[PersonaStateSpan]
 
 
 class TaskView(Strict):
@@ -344,6 +358,13 @@ class Manifest(Strict):
     counts: dict[str, int]
     params: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def generator_version(self) -> int | None:
+        """The construction's version (`params.generator_version`): figures measured on a build say
+        which one. None for imports (PrefEval) and builds older than the field."""
+        v = self.params.get("generator_version")
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
 
 # --------------------------------------------------------------------------- actions and runs
 
@@ -363,6 +384,9 @@ class TraceStep(Strict):
     reused_prompt_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    # the models that answered this step's calls from batch results (iba run --batch), as the results
+    # name them: a run's record says which model it asked (RunRecord.model), this which one answered
+    answered_by: list[str] | None = None
 
 
 class Action(Strict):
@@ -432,6 +456,35 @@ class RunRecord(Strict):
     sandbox: str | None = None
 
 
+class IngestRecord(Strict):
+    """What remembering one user's history cost a memory agent (memory?cmd=/url=): one per (dataset,
+    user, agent spec, model, trial), beside the RunRecords of that user's acts, which hold the act
+    cost. A user ingested again (its memory process died, or a run stopped mid-ingest) replaces it,
+    `attempts` counting the ingests so far."""
+
+    key: str  # stable hash of (dataset, user, agent spec, model, trial)
+    run: str
+    dataset: str
+    user_id: str
+    agent: str
+    model: str
+    trial: int = 0
+    seed: int = 42
+    # ok: every session acknowledged; failed: the memory's own failure (its tasks fail with it);
+    # errored: an infrastructure fault (its tasks are errored, and --retry-errored ingests it again)
+    status: Literal["ok", "failed", "errored"]
+    sessions: int  # of the history
+    ingested: int  # sessions acknowledged
+    turns: int  # of the history
+    usage: Usage = Field(default_factory=Usage)  # summed from the memory's replies (reset and ingest)
+    wall_s: float = 0.0  # from the process start (or reset) to the last session's acknowledgement
+    attempts: int = 1
+    error: str | None = None
+    started_at: str
+    iba_version: str
+    sandbox: str | None = None
+
+
 class Verdict(Strict):
     target: str  # checkpoint or slot id
     kind: Literal["checkpoint", "slot", "qa"]
@@ -443,6 +496,9 @@ class Verdict(Strict):
     # the judge call failed (server down, 5xx, timeout): an infrastructure fault, not a verdict;
     # the next `iba run` or `iba score` judges it again (an unparseable reply is not errored)
     errored: bool = False
+    # the model a batch result names as having answered the judge call (iba run --batch), which
+    # `judge` (the model asked) may not be; None for calls answered directly
+    answered_by: str | None = None
 
 
 class ScoreRecord(Strict):

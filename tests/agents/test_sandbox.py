@@ -99,10 +99,10 @@ def test_sandbox_env_is_clean_plus_named(monkeypatch):
 
 
 def test_sandbox_bwrap_is_refused_where_it_cannot_run(tmp_path, monkeypatch, caplog):
-    from iba.agents import external
+    from iba.agents import command
 
     monkeypatch.setattr(sandbox, "unavailable", lambda: "bwrap is not installed (test)")
-    monkeypatch.setattr(external, "_NOTED", set())
+    monkeypatch.setattr(command, "_NOTED", set())
     with pytest.raises(ValueError, match="sandbox=bwrap: bwrap is not installed"):
         _agent(tmp_path, cmd="python -c pass", sandbox="bwrap")
     # auto falls back, says so once however many agents are built, and marks itself
@@ -172,12 +172,12 @@ async def test_inside_the_sandbox(tmp_path, monkeypatch, listener):
     seen = json.loads((await agent.act(TEXT_TASK, small_history())).text)
     assert seen["cwd"] == sandbox.INSIDE_WORK and seen["files"] == []
     # a private /tmp: only the folders leading to its own script (pytest's tmp_path is under /tmp)
-    assert set(seen["tmp"]) == {p.split("/")[2] for p in agent._binds if p.startswith("/tmp/")}
+    assert set(seen["tmp"]) == {p.split("/")[2] for p in agent.command.binds if p.startswith("/tmp/")}
     assert set(seen["env"]) == {"PATH", "HOME", "PWD", "TMPDIR", "LANG", "PORT_TO_TRY"}  # nothing else of iba's
     assert seen["pids"] == ["1", "2"] and seen["ppid"] == 1  # bwrap's init and the agent: no iba
     assert seen["see_dataset"] is False
     # the filesystem root holds the system folders, the private ones, and the top folders of the binds
-    bound_tops = {p.split("/")[1] for p in agent._binds}
+    bound_tops = {p.split("/")[1] for p in agent.command.binds}
     assert set(seen["root"]) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev",
                                  "tmp", sandbox.INSIDE_WORK.strip("/")} | bound_tops
     assert seen["write_tmp"] and seen["write_cwd"] and not seen["write_self"]  # its own files are read-only
@@ -278,14 +278,16 @@ def test_the_same_agent_unsandboxed_finds_the_key_and_the_secret(tmp_path):
     cheater = got[spec]
     assert cheater["sandbox"] == {"none"}
     assert all(str(ds / "answer_key.jsonl") in f["key_files"] for f in cheater["found"].values())
-    assert any(SECRET in json.dumps(f["environ"]) for f in cheater["found"].values())  # /proc/$PPID/environ
+    # it read iba's /proc/$PPID/environ, key and all; what reached the store is scrubbed of the key
+    assert any("OPENAI_API_KEY=***" in json.dumps(f["environ"]) for f in cheater["found"].values())
+    assert SECRET not in json.dumps(cheater["found"])
     assert cheater["slots"] == {"i1": 1.0} and got[HONEST]["slots"] == {"i1": 0.0}
     # and the report marks the row
     rep = subprocess.run([sys.executable, "-m", "iba.cli", "report", str(tmp_path / "s.sqlite"), "--dataset", str(ds),
                           "--out", str(tmp_path / "report")], capture_output=True, text=True, timeout=300)
     assert rep.returncode == 0, rep.stderr
     table = (tmp_path / "report" / "table4.md").read_text()
-    assert f"{spec} (openai:none) [unsandboxed]" in table and f"{HONEST} (openai:none) |" in table
+    assert f"{spec} (own model) [unsandboxed]" in table and f"{HONEST} (own model) |" in table  # not the unused --model
     assert "ran UNSANDBOXED" in rep.stderr
 
 
@@ -313,3 +315,74 @@ async def test_api_task_works_in_whatever_sandbox_is_available(tmp_path):
     action = await agent.act(API_TASK, small_history())
     assert action.params["cuisine"] == "japanese"
     assert action.trace[0].outputs["sandbox"] == agent.sandbox == ("none" if sandbox.unavailable() else "bwrap")
+
+
+def test_a_hard_link_of_a_hidden_file_is_refused(tmp_path):
+    """The same file under another name (a hard link) is the key all the same: compared by
+    (device, inode), as an argument and inside a folder the agent is given."""
+    held = tmp_path / "evaluator"
+    held.mkdir()
+    key = held / "answer_key.jsonl"
+    key.write_text('{"instance_id": "i0"}\n')
+    mine = tmp_path / "agent-files"
+    mine.mkdir()
+    (mine / "deep").mkdir()
+    os.link(key, mine / "deep" / "notes.jsonl")
+    with pytest.raises(sandbox.SandboxError, match=r"hard link"):
+        sandbox.check_binds([str(mine / "deep" / "notes.jsonl")], [str(key)])
+    with pytest.raises(sandbox.SandboxError, match=r"notes.jsonl, a hard link of .*answer_key.jsonl"):
+        sandbox.check_binds([str(mine)], [str(key)])
+    (mine / "deep" / "notes.jsonl").unlink()
+    (mine / "deep" / "notes.jsonl").write_text(key.read_text())  # a copy is a file of the agent's own
+    sandbox.check_binds([str(mine)], [str(key)])
+
+
+def test_a_folder_holding_persona_states_is_refused(tmp_path):
+    held = tmp_path / "keys"
+    held.mkdir()
+    (held / "persona_states.jsonl").write_text("")
+    with pytest.raises(sandbox.SandboxError, match="persona_states.jsonl"):
+        sandbox.check_binds([str(held)], [])
+
+
+@pytest.fixture(scope="module")
+def built_and_public(tmp_path_factory) -> tuple[Path, Path]:
+    """The demo build (states active: state-driven targets) and its held-back export."""
+    pytest.importorskip("pyarrow")
+    from iba.construct.builder import build_dataset
+    from iba.hf.export import export_hf
+
+    root = tmp_path_factory.mktemp("sbx")
+    build_dataset(root / "ds", preset="demo", seed=42, progress=False)
+    export_hf(root / "ds", root / "public", hold_back=True)
+    return root / "ds", root / "public"
+
+
+def test_what_the_sandbox_lets_an_agent_read_holds_nothing_of_the_evaluators(built_and_public, tmp_path):
+    """Every file an external agent may read (its binds, less the system and interpreter folders
+    every process has) holds no persona state, no date of one and no value of the key; the files
+    that would are refused before the agent starts."""
+    from tests.hidden import IN_HISTORIES, evaluator_needles, found, parquet_text
+
+    if sandbox.unavailable():
+        pytest.skip(f"no sandbox here: {sandbox.unavailable()}")
+    ds, public = built_and_public
+    needles = evaluator_needles(ds)
+    assert needles["state"] and needles["target"]
+    example = ROOT / "examples" / "external_agent.py"
+    agent = _agent(tmp_path, cmd=f"python {example} {public}", ro=str(public))
+    from iba.dataset import Dataset
+
+    agent.hide(Dataset(ds).hidden_paths)  # what the runner does
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    own = [b for b in agent.command.binds if not any(os.path.realpath(b) == p or os.path.realpath(b).startswith(p + "/")
+                                               for p in prefixes)]
+    files = [Path(b) for b in own if Path(b).is_file()] + [f for b in own if Path(b).is_dir()
+                                                           for f in Path(b).rglob("*") if f.is_file()]
+    assert Path(example) in files and any(f.suffix == ".parquet" for f in files)
+    for f in files:
+        text = parquet_text(f) if f.suffix == ".parquet" else f.read_text(encoding="utf-8", errors="replace")
+        assert found(text, needles, skip=IN_HISTORIES if f.parent.name == "histories" else ()) == [], f
+    for shown in (ds, ds / "persona_states.jsonl", ds.parent):
+        with pytest.raises(ValueError, match="the sandbox would show"):
+            _agent(tmp_path, cmd=f"python {example}", ro=str(shown)).hide(Dataset(ds).hidden_paths)

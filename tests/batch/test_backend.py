@@ -174,3 +174,64 @@ def test_run_refuses_batch_with_ray(tmp_path, capsys):
     assert main(["run", str(ds), "--batch", str(tmp_path / "b"), "--executor", "ray", "--store",
                  str(tmp_path / "s.sqlite")]) == 2
     assert "--batch: not with --executor ray" in capsys.readouterr().err
+
+
+def _answers(folder: BatchFolder, model: str, text: str = "fine") -> list[str]:
+    """A results file's lines answering every awaiting request, as `model` (its body's name)."""
+    from iba.batch.lines import completion_body
+    from iba.llm.base import Completion
+
+    return [json.dumps({"custom_id": cid, "response": {"status_code": 200, "body": completion_body(
+        Completion(text=text, prompt_tokens=3, completion_tokens=1), model)}}) for cid in folder.awaiting()]
+
+
+async def test_answers_from_another_model_are_recorded_and_warned_and_duplicates_refused(tmp_path, capsys, caplog):
+    """Before: a results file was credited to the model asked whatever answered it, with no word
+    said, and the same custom_id twice was taken silently (first wins)."""
+    from iba.cli import main
+
+    ds = Dataset(tiny_dataset(tmp_path / "ds"))
+    cfg = RunConfig(agents=["direct?max_tokens=8"], progress=False, cache_dir=tmp_path / "cache",
+                    instance_ids=["i0"])
+    folder = BatchFolder(tmp_path / "b", create=True)
+    inner = ScriptedBackend(lambda m, k: pytest.fail("the batch backend called its model"), model_id="openai:big")
+    with Store(tmp_path / "s.sqlite") as store:
+        batch = BatchBackend(inner, folder)
+        assert (await run_dataset(ds, batch, store, cfg, judges=[batch])).deferred == 1
+        folder.flush()
+        lines = _answers(folder, "small-model")
+        res = tmp_path / "answers.jsonl"
+        res.write_text("\n".join(lines + lines) + "\n")  # every answer twice
+        assert main(["batch", "import", str(tmp_path / "b"), str(res)]) == 2
+        assert f"answers.jsonl:2: custom_id {json.loads(lines[0])['custom_id']!r} again (first on line 1)" in \
+            capsys.readouterr().err
+        res.write_text("\n".join(lines) + "\n")
+        assert main(["batch", "import", str(tmp_path / "b"), str(res)]) == 0
+        err = capsys.readouterr().err
+        assert "answers.jsonl:1: answered by small-model, but the request asked big" in err
+        assert main(["batch", "import", str(tmp_path / "b"), str(res)]) == 2  # an answer for an answered request
+        assert "is answered already" in capsys.readouterr().err
+        assert main(["batch", "status", str(tmp_path / "b")]) == 0
+        assert "requests for big: 1 answered by small-model  <- another model" in capsys.readouterr().out
+        folder.reload()
+        with caplog.at_level("WARNING"):
+            batch = BatchBackend(inner, folder)
+            summary = await run_dataset(ds, batch, store, cfg, judges=[batch])
+        assert summary.ok == 1 and "batch answers to openai:big come from small-model" in caplog.text
+        folder.flush()  # the judge's call, answered by the small model too
+        folder.add_results([ResultLine.model_validate_json(x) for x in _answers(
+            folder, "small-model", json.dumps({"passed": True, "rationale": "ok"}))], "judge")
+        batch = BatchBackend(inner, folder)
+        await run_dataset(ds, batch, store, cfg, judges=[batch])
+        [rec] = list(store.runs())
+        [judged] = [r for r in store.scores() if r.scorer == "judge:openai:big"]
+    assert rec.model == "openai:big"  # the run key is the model asked ...
+    assert [s.answered_by for s in rec.action.trace if s.llm_calls] == [["small-model"]]  # ... the trace says who answered
+    assert judged.score == 1.0 and {v.answered_by for v in judged.verdicts} == {"small-model"}
+
+
+def test_a_dated_snapshot_is_the_same_model():
+    from iba.batch.lines import same_model
+
+    assert same_model("gpt-4o-mini", "gpt-4o-mini-2024-07-18") and same_model("m", "m") and same_model("m", None)
+    assert not same_model("gpt-4o", "gpt-4o-mini") and not same_model("gpt-4o", "gpt-4o-mini-2024-07-18")

@@ -84,7 +84,7 @@ def test_a_judge_outage_is_judged_again_by_a_rerun(root, monkeypatch, capsys):
 
 def test_an_empty_selection_is_an_error(root, capsys):
     assert run(root, "--agent", HONEST, "--judges", "none", "--domain", "writing", "--scenario", "food_ordering") == 2
-    assert "nothing to run: no instance matches both --domain and --scenario" in capsys.readouterr().err
+    assert "nothing to run: no instance matches --domain, --scenario and --user together" in capsys.readouterr().err
     assert not (root.parent / "s.sqlite").exists()
 
 
@@ -110,7 +110,9 @@ def test_a_held_back_key_scores_a_run(root, capsys):
     key = _hold_back(root)
     # without it the run cannot score: the key is not in the folder
     assert run(root, "--agent", HONEST, "--judges", "none") == 2
-    assert "answer_key.jsonl: file not found" in capsys.readouterr().err
+    err = capsys.readouterr().err  # it says what to do, not only which cache path lacks the file
+    assert "answer_key.jsonl: no answer key: tiny is a public release whose key is held back" in err
+    assert "--answer-key PATH" in err
     assert run(root, "--agent", HONEST, "--judges", "none", "--answer-key", key) == 0
     out = capsys.readouterr().out
     assert f"--answer-key {key}" in out  # the report command it suggests
@@ -124,12 +126,44 @@ def test_a_held_back_key_scores_a_run(root, capsys):
     assert main(["score", str(root.parent / "s.sqlite"), "--dataset", str(root), "--judges", "none"]) == 2
 
 
+def test_qa_probes_with_a_held_back_key(root, capsys):
+    """A public release can measure the knowledge-to-action gap: the tasks run first, then the
+    probes (which are in the key), each item's key opened only once its task runs are stored."""
+    key = _hold_back(root)
+    assert run(root, "--agent", HONEST, "--judges", "none", "--answer-key", key, "--qa") == 0
+    assert "now the QA probes (in the held-back key)" in capsys.readouterr().out
+    with Store(root.parent / "s.sqlite") as s:
+        ids = sorted(r.instance_id for r in s.runs())
+        scorers = sorted(r.scorer for r in s.scores())
+    assert ids == ["i0", "i0::qa::q0", "i1"] and scorers == ["qa", "slots"]
+
+
+def test_the_run_ends_with_each_agents_overall_score(root, capsys):
+    """The last lines of `iba run`: each agent on the same instances, with n, interval and counts;
+    an agent with no scored instance yet is named and left out, the others still compared."""
+    failing = "external?sandbox=none&cmd=/nonexistent/agent"  # errored: never scored
+    assert run(root, "--agent", HONEST, "--agent", failing, "--judges", "none") == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-3] == "overall, every row on the same 1 instance(s), x100 with a 95% bootstrap interval:"
+    assert lines[-2].startswith(f"  {HONEST} (own model): 0.0 (n=1: no interval); 0 failed (scored 0), 0 errored")
+    assert lines[-1] == (f"  {failing} (own model) [unsandboxed]: no scored instance yet, left out of the comparison "
+                         "(0 failed (scored 0), 2 errored, 0 unscored of 2 run)")
+
+
+def test_batch_needs_no_api_key(root, monkeypatch, capsys):
+    """`--batch` calls no model: an openai: model needs no OPENAI_API_KEY there (`iba batch submit` does)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    rc = main(["run", str(root), "--agent", "direct?max_tokens=8", "--model", "openai:gpt-4o-mini", "--judges", "none",
+               "--store", str(root.parent / "s.sqlite"), "--batch", str(root.parent / "b"), "--quiet"])
+    assert rc == 3, capsys.readouterr().err  # calls await their batch answers
+    assert list((root.parent / "b" / "round-0001").glob("*.requests.jsonl"))
+
+
 def test_held_back_key_options_are_checked(root, capsys):
     key = _hold_back(root)
     assert run(root, "--agent", HONEST, "--answer-key", root.parent / "missing.jsonl") == 2
     assert "argument --answer-key:" in capsys.readouterr().err
-    assert run(root, "--agent", HONEST, "--answer-key", key, "--qa") == 2
-    assert "argument --qa: not with --answer-key" in capsys.readouterr().err
     # a key without this instance stops the run when its item is scored; the record is kept
     lines = key.read_text().splitlines()
     key.write_text("\n".join(x for x in lines if '"i1"' not in x) + "\n")
@@ -137,3 +171,16 @@ def test_held_back_key_options_are_checked(root, capsys):
     assert "no answer key for instance 'i1'" in capsys.readouterr().err
     with Store(root.parent / "s.sqlite") as s:
         assert "i1" in {r.instance_id for r in s.runs()}
+
+
+def test_the_context_window_reaches_the_backend():
+    """--context-window: what direct (the full-context row) fills; a server model has no other way to say it."""
+    import argparse
+
+    from iba.commands.run import add_arguments, backend_from_args
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    server = ["ds", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--no-cache"]
+    assert backend_from_args("openai:m", p.parse_args(server + ["--context-window", "131072"])).context_window == 131072
+    assert backend_from_args("openai:m", p.parse_args(server)).context_window == 8192

@@ -42,10 +42,10 @@ def test_score_command_errors(tmp_path, capsys):
     assert "no store" in capsys.readouterr().err
     ds, store = runs_only_store(tmp_path)
     assert main(["score", str(store), "--dataset", str(tmp_path / "nope"), "--judges", "none"]) == 2
-    assert "not an IBA dataset" in capsys.readouterr().err
+    assert "nope: no such dataset folder" in capsys.readouterr().err
 
 
-def test_default_judge_is_the_strongest_installed(tmp_path, capsys, monkeypatch):
+def test_best_judge_is_the_strongest_installed(tmp_path, capsys, monkeypatch):
     from iba.llm import models
 
     installed: set[str] = set()
@@ -58,7 +58,7 @@ def test_default_judge_is_the_strongest_installed(tmp_path, capsys, monkeypatch)
     # nothing installed: `iba score` says what to do instead of falling back to a model it cannot load
     installed.clear()
     ds, store = runs_only_store(tmp_path)
-    assert main(["score", str(store), "--dataset", str(ds), "--quiet"]) == 2
+    assert main(["score", str(store), "--dataset", str(ds), "--judges", "best", "--quiet"]) == 2
     assert "no packaged judge model is installed" in capsys.readouterr().err
 
 
@@ -118,6 +118,32 @@ def test_score_rejudges_faults_until_none_remain_and_rescores_on_purpose(tmp_pat
     assert main(args + ["--rescore"]) == 0
     assert "recomputed score records" in capsys.readouterr().out
     assert all(score == 0.0 for _, score, _ in _judge_scores(store))
+
+
+def test_one_judge_default_for_run_score_and_demo(tmp_path, monkeypatch, capsys):
+    """`iba run`, `iba score` and `iba demo` judge by the same rule unless told otherwise: the model
+    that acted judges (`iba score` took the strongest installed model before), said by one help text."""
+    import argparse
+
+    from iba.cli import COMMANDS
+    import importlib
+
+    defaults, helps = set(), set()
+    for name in ("run", "score", "demo"):
+        parser = argparse.ArgumentParser()
+        importlib.import_module(COMMANDS[name][0]).add_arguments(parser)
+        action = next(a for a in parser._actions if a.dest == "judges")
+        defaults.add(action.default)
+        helps.add(action.help.split("; here")[0])
+    assert defaults == {"same"} and len(helps) == 1
+    # and it means what it says: the stored runs (model "m") are judged by "m"
+    state = {"down": False, "passed": True}
+    _scripted_judges(monkeypatch, state)
+    ds, store = runs_only_store(tmp_path)
+    assert main(["score", str(store), "--dataset", str(ds), "--quiet"]) == 0
+    assert "judges: m (--judges same)" in capsys.readouterr().err
+    with Store(store) as s:
+        assert {r.scorer for r in s.scores() if r.scorer.startswith("judge:")} == {"judge:m"}
 
 
 def test_score_bad_input_is_a_one_line_error(tmp_path, capsys):

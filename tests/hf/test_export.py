@@ -18,7 +18,8 @@ from iba.dataset import Dataset, read_jsonl, write_jsonl  # noqa: E402
 from iba.hf import HFError  # noqa: E402
 from iba.hf.export import export_hf  # noqa: E402
 from iba.hf.load import dataset_dir, is_export  # noqa: E402
-from iba.types import AnswerKey, DistractorLabel  # noqa: E402
+from iba.types import AnswerKey, DistractorLabel, Persona  # noqa: E402
+from tests.hidden import IN_HISTORIES, evaluator_needles, found, parquet_text  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +59,7 @@ def _records(root: Path) -> dict[str, list]:
         "histories": [(u, ds.history(u)) for u in sorted(ds.personas)],
         "answer_key": sorted(ds.answer_keys().values(), key=lambda k: k.instance_id),
         "distractors": list(read_jsonl(root / "distractors.jsonl", DistractorLabel)),
+        "persona_states": ds.persona_states(),
     }
 
 
@@ -97,30 +99,94 @@ def test_the_card_has_configs_features_license_generator_stats_and_tells(export,
     assert text.startswith("---\n")
     meta = yaml.safe_load(text.split("---\n")[1])
     assert [c["config_name"] for c in meta["configs"]] == ["instances", "histories", "personas", "answer_key",
-                                                            "distractors"]
+                                                            "distractors", "persona_states"]
     infos = {i["config_name"]: i for i in meta["dataset_info"]}
     assert infos["instances"]["splits"][0]["num_examples"] == 6
     assert {f["name"] for f in infos["answer_key"]["features"]} >= {"checkpoints", "slots", "evidence", "qa"}
     manifest = Dataset(demo_with_labels).manifest
     assert meta["license"] == "mit" and meta["iba"]["seed"] == manifest.seed
     assert meta["iba"]["generator"] == manifest.generator and meta["iba"]["held_back"] == []
+    assert meta["iba"]["generator_version"] == manifest.params["generator_version"] == 2
     assert "Overall" in text and "E1" in text  # Table 2
-    assert "Tell audit" in text and "session_length" in text
+    # one meaning per name: the tell audit is the lexical one (README), the surface AUCs are the feature audit
+    tell = text.split("## Tell audit")[1].split("##")[0]
+    assert "TF-IDF" in tell and "precision at N" in tell and "persona(s) and tested on" in tell
+    assert "session_length" not in tell and "too few to read" in tell  # the demo's 2 test evidence turns
+    assert "session_length" in text.split("## Feature audit")[1].split("##")[0]
+    assert "iba iba" not in text and "generator version 2" in text
+    assert "## Limitations" in text and "## Citation" in text and "@misc{iba_bench" in text
     assert json.loads((export / "iba_manifest.json").read_text()) == manifest.model_dump(mode="json")
 
 
-def test_hold_back_leaves_out_key_and_distractors(demo_with_labels, tmp_path):
+def test_hold_back_leaves_out_key_distractors_and_states(demo_with_labels, tmp_path):
     out = tmp_path / "public"
     summary = export_hf(demo_with_labels, out, hold_back=True)
-    assert summary["held_back"] == ["answer_key", "distractors"]
-    assert not (out / "answer_key").exists() and not (out / "distractors").exists()
+    assert summary["held_back"] == ["answer_key", "distractors", "persona_states"]
+    assert not any((out / c).exists() for c in summary["held_back"])
     text = (out / "README.md").read_text()
-    assert "held back" in text
-    for name in ("answer_key.jsonl", "distractors.jsonl"):  # no file holds a label
+    assert "held back" in text and "--answer-key DIR/answer_key.jsonl" in text
+    for name in ("answer_key.jsonl", "distractors.jsonl", "persona_states.jsonl"):  # no file holds a label
         assert not list(out.rglob(name))
     back = dataset_dir(out, tmp_path / "cache")
-    assert not (back / "answer_key.jsonl").exists() and not (back / "distractors.jsonl").exists()
+    assert not any((back / n).exists() for n in ("answer_key.jsonl", "distractors.jsonl", "persona_states.jsonl"))
     assert Dataset(back).instances == Dataset(demo_with_labels).instances
+    assert Dataset(back).persona_states() == {}
+    # scored with the key kept elsewhere: the hidden files beside it are the evaluator's
+    held = Dataset(back, answer_key=demo_with_labels / "answer_key.jsonl")
+    assert held.persona_states() == Dataset(demo_with_labels).persona_states() != {}
+
+
+def test_a_public_release_holds_no_state_date_or_value_of_the_key(demo_with_labels, tmp_path):
+    """Every file of a held-back export, its parquet read value by value, holds none of what only the
+    evaluator may know (transient states, their dates, the key's targets and texts, the labelled
+    clauses); the histories hold turns and nothing else."""
+    needles = evaluator_needles(demo_with_labels)
+    assert needles["state"] and needles["target"] and needles["text"]  # the demo has state-driven targets
+    out = tmp_path / "public"
+    export_hf(demo_with_labels, out, hold_back=True)
+    files = sorted(p for p in out.rglob("*") if p.is_file())
+    assert {p.relative_to(out).parts[0] for p in files} == {"README.md", "iba_manifest.json", "stats.json",
+                                                             "instances", "histories", "personas"}
+    for path in files:
+        text = parquet_text(path) if path.suffix == ".parquet" else path.read_text(encoding="utf-8")
+        history = path.parent.name == "histories"
+        assert found(text, needles, skip=IN_HISTORIES if history else ()) == [], path
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out / "histories" / "test-00000-of-00001.parquet").column_names == [
+        "user_id", "position", "id", "session_id", "timestamp", "role", "text"]
+    assert pq.read_table(out / "personas" / "test-00000-of-00001.parquet").column_names == [
+        "id", "name", "background", "traits", "role"]
+    # the folder an agent's run reads back: the same holds
+    back = dataset_dir(out, tmp_path / "cache")
+    for path in back.rglob("*.json*"):
+        history = path.parent.name == "histories"
+        assert found(path.read_text(encoding="utf-8"), needles, skip=IN_HISTORIES if history else ()) == [], path
+
+
+def test_personas_written_before_the_split_load_and_export_their_states_hidden(demo_with_labels, tmp_path):
+    """A personas.jsonl with states (as iba wrote it before) still loads, with a warning; its states
+    are the evaluator's, and an export puts them in the hidden config, never in `personas`."""
+    old = tmp_path / "old"
+    shutil.copytree(demo_with_labels, old)
+    states = Dataset(old).persona_states()
+    (old / "persona_states.jsonl").unlink()
+    lines = [json.dumps(p.model_dump(mode="json") | {"states": [s.model_dump() for s in states.get(p.id, [])]})
+             for p in Dataset(demo_with_labels).personas.values()]
+    (old / "personas.jsonl").write_text("\n".join(lines) + "\n")
+    ds = Dataset(old)
+    assert ds.persona_states() == states
+    assert any("transient states" in w and "do not publish" in w for w in ds.warnings)
+    assert ds.evaluator_personas()["u0000"].states == states["u0000"]
+    out = tmp_path / "hf"
+    export_hf(old, out)
+    import pyarrow.parquet as pq
+
+    assert "states" not in pq.read_table(out / "personas" / "test-00000-of-00001.parquet").column_names
+    back = Dataset(dataset_dir(out, tmp_path / "cache"))
+    assert back.persona_states() == states and (back.root / "persona_states.jsonl").exists()
+    written = [Persona.model_validate_json(line) for line in (back.root / "personas.jsonl").read_text().splitlines()]
+    assert written and not any(p.states for p in written)
 
 
 def test_cli_export_and_bad_input(demo_with_labels, tmp_path, capsys):
@@ -169,10 +235,13 @@ def test_hub_ids_download_only_when_asked(monkeypatch, export, tmp_path):
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
     back = dataset_dir("hf:someone/iba-bench-demo", tmp_path / "cache")
     assert asked == [("someone/iba-bench-demo", "dataset")] and (back / "manifest.json").exists()
-    dataset_dir("someone/iba-bench-demo", tmp_path / "cache")
-    assert asked[-1] == ("someone/iba-bench-demo", "dataset")
+    # a two-part path that does not exist is a missing folder (a typo), never a download
+    with pytest.raises(HFError, match=r"someone/iba-bench-demo: no such dataset folder; .* write hf:someone/iba-bench-demo"):
+        dataset_dir("someone/iba-bench-demo", tmp_path / "cache")
+    with pytest.raises(HFError, match=r"no such dataset folder$"):
+        dataset_dir(tmp_path / "a" / "b" / "c", tmp_path / "cache")
     dataset_dir(export, tmp_path / "cache")
-    assert len(asked) == 2
+    assert len(asked) == 1
 
 
 def test_keys_read_back_validate(export, tmp_path):
@@ -180,3 +249,23 @@ def test_keys_read_back_validate(export, tmp_path):
     keys = list(read_jsonl(back / "answer_key.jsonl", AnswerKey))
     assert all(isinstance(k, AnswerKey) for k in keys) and any(k.slots for k in keys)
     assert any(s.accepted for k in keys for s in k.slots)
+
+
+def test_report_score_and_submit_read_an_export_as_run_does(tmp_path, capsys):
+    """`iba report` refused an export folder that `iba run` and `iba submit prepare` took."""
+    from tests.run.helpers import tiny_dataset
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "export"
+    export_hf(tiny_dataset(tmp_path / "ds"), out)
+    store, cache = tmp_path / "s.sqlite", tmp_path / "cache"
+    agent = f"external?cmd=python {root / 'examples' / 'external_agent.py'}"
+    assert main(["run", str(out), "--agent", agent, "--model", "openai:none", "--base-url", "http://127.0.0.1:9/v1",
+                 "--judges", "none", "--store", str(store), "--cache-dir", str(cache), "--quiet"]) == 0
+    assert main(["score", str(store), "--dataset", str(out), "--cache-dir", str(cache), "--judges", "none",
+                 "--quiet"]) == 0
+    assert main(["report", str(store), "--dataset", str(out), "--cache-dir", str(cache),
+                 "--out", str(tmp_path / "report")]) == 0
+    assert main(["submit", "prepare", str(store), "--dataset", str(out), "--cache-dir", str(cache),
+                 "--out", str(tmp_path / "sub.json")]) == 0
+    capsys.readouterr()

@@ -100,6 +100,8 @@ def test_options_reach_the_selection_and_bad_ones_are_said(demo, tmp_path):
     assert {s.name for s in log.results.scores} == {"iba_slots", "iba_verifiers"}
     with pytest.raises(KeyError, match="unknown agent 'nope'"):
         iba_bench(dataset=str(demo), agent="nope", cache_dir=str(tmp_path / "c"))
+    with pytest.raises(ValueError, match="oracle reference reads the answer key"):
+        iba_bench(dataset=str(demo), agent="oracle", cache_dir=str(tmp_path / "c"))
     with pytest.raises(ValueError, match="-T domains: 'mars' is not in this dataset"):
         iba_bench(dataset=str(demo), domains="mars", cache_dir=str(tmp_path / "c"))
 

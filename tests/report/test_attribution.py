@@ -124,7 +124,7 @@ def test_a_row_without_trace_shows_only_applied(tmp_path):
     t = attribution_table(data)
     rows = {r[0]: [t.text(v) for v in r[1:]] for r in t.rows}
     # direct: 8 targets, 4 applied (w1.c1, w2.c3, d1.s1, d1.s2); nothing else is known
-    assert rows["direct (m)"] == ["8"] + [DASH] * 10 + ["50.0"]
+    assert rows["direct (m) [reference: full context]"] == ["8"] + [DASH] * 10 + ["50.0"]
     # iba-fc: w2 failed (no trace) -> 5 attributable of 8: w1.c1 0 notR, w1.c2 1 R (named), d1.s1 0 notR,
     # d1.s2 1 notR, d1.s3 1 R (not named: no extraction)
     assert rows["iba-fc (m)"] == ["8", "5", "2 (40.0%)", "0 (0.0%)", "1 (20.0%)", "2 (40.0%)", "40.0", DASH, "20.0",
@@ -158,7 +158,7 @@ def test_reach_is_read_from_the_deciding_prompts(tmp_path):
     data = load_report_data(path, [ds])
     t = attribution_table(data)
     rows = {r[0]: [t.text(v) for v in r[1:]] for r in t.rows}
-    assert rows["direct (m)"][-2:] == ["25.0", "0.0"]
+    assert rows["direct (m) [reference: full context]"][-2:] == ["25.0", "0.0"]
     from iba.report.attribution import attribute
 
     got = {(x.instance_id, x.target): x.reached for x in attribute(data) if x.row.agent == "direct"}

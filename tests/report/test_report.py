@@ -296,6 +296,42 @@ def test_unsandboxed_rows_and_judge_faults_are_named(tmp_path):
                                             verdicts=[Verdict(target="i0-c0", kind="checkpoint", judge="J",
                                                               passed=None if fault else True, errored=fault)]))
     data = load_report_data(tmp_path / "s.sqlite", [ds])
-    assert sorted(r.label for r in data.rows) == ["external?cmd=a (m) [unsandboxed]", "external?cmd=b (m)"]
+    assert sorted(r.label for r in data.rows) == ["external?cmd=a (own model) [unsandboxed]", "external?cmd=b (own model)"]
     assert {(x["row"], x["instance_id"], x["why"]) for x in data.left_out} == {
-        ("external?cmd=a (m) [unsandboxed]", "i0", "judge errored"), ("external?cmd=b (m)", "i0", "another row")}
+        ("external?cmd=a (own model) [unsandboxed]", "i0", "judge errored"), ("external?cmd=b (own model)", "i0", "another row")}
+
+
+def test_a_row_without_scores_is_left_out_and_named_not_every_row_blanked(tmp_path):
+    """Before: one agent with no scored instance yet made Table 4 show "-" for every row ("No task
+    runs scored by every row"). Now the others are compared on their common instances."""
+    from iba.run.store import Store
+
+    ds, store, _ = build(tmp_path)
+    with Store(store) as s:
+        for r in [r for r in s.runs() if r.agent == "iba"]:
+            s.put_run(r.model_copy(update={"key": r.key + "-late", "agent": "late"}))  # stored, not scored yet
+    build_report(store, [ds], tmp_path / "o")
+    md = (tmp_path / "o" / "table4.md").read_text()
+    assert "| rag (m) | 64.6 | 66.7 | 65.3 |" in md and "| late (m) | – | – | – |" in md
+    assert "Left out, with no scored instance yet" in md and "late (m)" in md.split("Left out")[1]
+    from iba.report.data import load_report_data
+    from iba.report.overall import overall_lines
+
+    lines = overall_lines(load_report_data(store, [ds]))
+    assert lines[0].startswith("overall, every row on the same 3 instance(s)")
+    assert any(line.startswith("  rag (m): 65.3 [") and "(n=3)" in line and "1 errored" in line for line in lines)
+    assert "  late (m): no scored instance yet, left out of the comparison (0 failed (scored 0), 0 errored, " \
+           "4 unscored of 4 run)" in lines
+
+
+def test_the_header_names_the_dataset_and_its_generator_version(report):
+    from iba.report.build import dataset_line
+    from iba.types import Manifest
+
+    out, html = report
+    assert "Dataset fixed@" in (out / "report.md").read_text() and "test (no generator version, writer procedural, seed 1" \
+        in (out / "report.md").read_text()
+    assert "no generator version" in html.read_text()
+    m = Manifest(name="x", generator="iba.construct", seed=7, taxonomy_version="t", created_by="iba 0.1.0",
+                 counts={}, params={"generator_version": 2})
+    assert dataset_line(m) == "iba.construct (generator version 2, writer procedural, seed 7, taxonomy t)"

@@ -244,7 +244,8 @@ def test_a_held_back_key_is_read_only_after_the_items_agents_finished(tmp_path, 
         if event == "key":  # both agents' runs of that item have ended before its key is read
             assert log[:i].count(("end", iid)) == 2
     assert ("key", "i1") in log and len(scored) == 2  # the call_api runs got slot scores (no judges for i0)
-    assert ds.hidden_paths[-2:] == (str(held.resolve()), str((held.parent / "distractors.jsonl").resolve()))
+    assert ds.hidden_paths[-3:] == tuple(str((held.parent / n).resolve()) for n in
+                                         ("answer_key.jsonl", "distractors.jsonl", "persona_states.jsonl"))
 
 
 def test_a_stored_record_waits_for_the_held_back_key_until_the_items_new_runs_end(tmp_path, monkeypatch):

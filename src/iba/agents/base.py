@@ -6,6 +6,7 @@ The answer key never passes through here; tests/run/test_runner.py::test_agent_n
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ class Agent(ABC):
     (`iba?retrieval=false&reranker=rules` -> {"retrieval": "false", "reranker": "rules"})."""
 
     name: str = "agent"
+    # whether the agent asks the run's model (AgentEnv.backend); False for one that brings its own
+    # (external): reports do not label its rows with a model it never used
+    uses_model: bool = True
 
     def __init__(self, env: AgentEnv, /, **options: Any) -> None:
         self.env = env
@@ -69,6 +73,19 @@ def parse_agent_spec(spec: str) -> tuple[str, dict[str, str]]:
             raise ValueError(f"agent {name}: option {key!r} given twice in {spec!r}")
         options[key] = value
     return name, options
+
+
+@functools.lru_cache(maxsize=256)  # report labels ask per cell
+def agent_uses_model(spec: str) -> bool:
+    """Whether the agent of `spec` asks the run's model (Agent.uses_model); True for a name this
+    process cannot resolve (a script's own agent), as most do."""
+    from iba import registry
+
+    try:
+        cls = registry.resolve("agents", parse_agent_spec(spec)[0])
+    except (KeyError, ValueError, ImportError):
+        return True
+    return bool(getattr(cls, "uses_model", True))
 
 
 class AgentError(RuntimeError):

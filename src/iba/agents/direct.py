@@ -43,30 +43,38 @@ def fit_history(items: Sequence[T], budget: int, count: Callable[[str], int],
 
 class DirectAgent(Agent):
     name = "direct"
+    options_model: type[Strict] = DirectOptions  # the reference agents (agents/references.py) take fewer
 
     def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)
-        self.opts: DirectOptions = parse_options(DirectOptions, options, self.name)
+        self.opts = parse_options(self.options_model, options, self.name)
+
+    def history_lines(self, task: TaskView, history: list[Turn]) -> tuple[list[str], int]:
+        """The prompt's history lines (the most recent turns that fit the context window, less the
+        prompt's fixed part and the answer's reserve) and the token budget they had."""
+        backend = self.env.backend
+        schema = schema_text(task) if task.action == "call_api" else ""
+        # the prompt without any history, to know what the history may use
+        bare = render("agent_direct", task=task, history=[], dropped=0, schema=schema)
+        fixed = sum(backend.count_tokens(m["content"]) for m in bare.messages)
+        reserve = self.opts.max_tokens or (256 if task.action == "call_api" else 768)
+        budget = backend.context_window - fixed - reserve - SAFETY
+        cap = getattr(self.opts, "max_history_tokens", None)  # direct's own option
+        if cap is not None:
+            budget = min(budget, cap)
+        return fit_history(history, max(0, budget), backend.count_tokens, turn_line), budget
 
     async def act(self, task: TaskView, history: list[Turn]) -> Action:
         check_task(task)
         backend = self.env.backend
         trace = Trace()
-        max_tokens = self.opts.max_tokens
         with trace.step("truncate_history", {"turns": len(history), "context_window": backend.context_window}) as step:
-            schema = schema_text(task) if task.action == "call_api" else ""
-            # the prompt without any history, to know what the history may use
-            bare = render("agent_direct", task=task, history=[], dropped=0, schema=schema)
-            fixed = sum(backend.count_tokens(m["content"]) for m in bare.messages)
-            reserve = max_tokens or (256 if task.action == "call_api" else 768)
-            budget = backend.context_window - fixed - reserve - SAFETY
-            if self.opts.max_history_tokens is not None:
-                budget = min(budget, self.opts.max_history_tokens)
-            lines = fit_history(history, max(0, budget), backend.count_tokens, turn_line)
+            lines, budget = self.history_lines(task, history)
             dropped = len(history) - len(lines)
             step.outputs = {"kept_turns": len(lines), "dropped_turns": dropped, "history_budget_tokens": budget}
         with trace.step("answer", {"kept_turns": len(lines)}) as step:
+            schema = schema_text(task) if task.action == "call_api" else ""
             prompt = render("agent_direct", task=task, history=lines, dropped=dropped, schema=schema)
-            result = await answer(backend, prompt, task, step, seed=self.env.seed, max_tokens=max_tokens)
+            result = await answer(backend, prompt, task, step, seed=self.env.seed, max_tokens=self.opts.max_tokens)
             step.outputs = result
         return make_action(task, result, trace.steps)

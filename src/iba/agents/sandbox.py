@@ -25,6 +25,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from iba.dataset import HIDDEN_FILES
+
 # Where the private writable directory appears inside the sandbox (its cwd and $HOME); /tmp is a
 # private tmpfs. Not /tmp itself: the command's own files may live under the host's /tmp.
 INSIDE_WORK = "/iba-agent"
@@ -41,7 +43,7 @@ ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "local
              "passwd", "group", "nsswitch.conf", "mime.types", "ssl", "ca-certificates", "ca-certificates.conf",
              "protocols", "services")
 ETC_NETWORK_FILES = ("resolv.conf", "hosts", "host.conf", "gai.conf")
-HIDDEN_NAMES = ("answer_key.jsonl", "distractors.jsonl")  # a folder holding one of these is a dataset's
+HIDDEN_NAMES = HIDDEN_FILES  # a folder holding one of these is a dataset's (or a held-back key's)
 
 _PYTHON = re.compile(r"python[\d.]*$")
 
@@ -194,17 +196,46 @@ def command_paths(argv: list[str], extra: Iterable[str] = ()) -> list[str]:
     return out
 
 
+def _file_id(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _linked_copy(root: str, ids: dict[tuple[int, int], str]) -> tuple[str, str] | None:
+    """(path under `root`, the hidden file it is) for a hard link of a hidden file found there."""
+    for folder, dirs, files in os.walk(root):  # symlinks are not followed: inside the sandbox they lead nowhere
+        for name in files:
+            fid = _file_id(os.path.join(folder, name))
+            if fid in ids:
+                return os.path.join(folder, name), ids[fid]
+    return None
+
+
 def check_binds(paths: Iterable[str], hidden: Iterable[str | os.PathLike[str]]) -> None:
-    """SandboxError if a bind would show one of the `hidden` files (the run's answer key and
-    distractor labels) or a folder above one, or any folder that directly holds a file named
-    answer_key.jsonl or distractors.jsonl (some dataset's), or such a file itself."""
+    """SandboxError if a bind would show one of the `hidden` files (the run's answer key, distractor
+    labels, persona states) or a folder above one, or any folder that directly holds a file with one
+    of those names (some dataset's), or such a file itself. Files are compared by (device, inode) as
+    well as by path: a hard link of the key is the key under another name."""
     hidden_real = [os.path.realpath(h) for h in hidden]
+    ids = {fid: h for h in hidden_real if (fid := _file_id(h)) is not None}
+    # a hidden file with more than one name may sit anywhere: bound folders are searched for it
+    linked = {fid: h for fid, h in ids.items() if os.stat(h).st_nlink > 1}
     for p in paths:
         real = os.path.realpath(p)
         for h in hidden_real:
             if h == real or h.startswith(real.rstrip("/") + "/"):
                 raise SandboxError(f"the sandbox would show {p} to the agent, and it holds {h}, which agents "
                                    "must never see; move the agent's files out of that folder")
+        if _file_id(real) in ids:
+            raise SandboxError(f"the sandbox would show {p} to the agent, and it is {ids[_file_id(real)]} (a hard "
+                               "link: the same file under another name), which agents must never see")
+        hit = _linked_copy(real, linked) if linked and os.path.isdir(real) else None
+        if hit is not None:
+            raise SandboxError(f"the sandbox would show {p} to the agent, and it holds {hit[0]}, a hard link of "
+                               f"{hit[1]}, which agents must never see; move the agent's files out of that folder")
         if os.path.isdir(real):
             for name in HIDDEN_NAMES:
                 if os.path.exists(os.path.join(real, name)):

@@ -72,6 +72,7 @@ class StepRecord:
             reused_prompt_tokens=usage.reused_prompt_tokens,
             latency_s=round(latency, 4),
             error=error,
+            answered_by=sorted({c.answered_by for c in self.completions if c.answered_by}) or None,
         )
 
 

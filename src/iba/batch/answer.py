@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from iba.batch.folder import BatchFolder, model_slug
-from iba.batch.lines import ResultLine, ResultResponse, call_params, completion_body
+from iba.batch.lines import ResultLine, ResultResponse, call_params, completion_body, served_name
 from iba.llm.base import Backend, LLMError
 
 
@@ -34,7 +34,7 @@ async def answer_awaiting(folder: BatchFolder, backend: Backend, *, limit: int |
                                               seed=p.seed, json_schema=p.json_schema, tools=p.tools,
                                               tool_choice=p.tool_choice, stop=p.stop)
                 lines.append(ResultLine(id=f"batch_req_{i}", custom_id=cid, response=ResultResponse(
-                    status_code=200, body=completion_body(comp, backend.model_id))))
+                    status_code=200, body=completion_body(comp, served_name(backend.model_id)))))
                 counts["answered"] += 1
             except LLMError as e:  # a failed call is a failed result: the next round asks again
                 lines.append(ResultLine(id=f"batch_req_{i}", custom_id=cid, response=ResultResponse(

@@ -7,20 +7,18 @@ never asked to complete anything.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from iba.batch.folder import BatchFolder
-from iba.batch.lines import request_line, result_completion
+from iba.batch.lines import request_line, result_completion, same_model, served_name
 from iba.llm.base import Backend, CallDeferred, Completion, ToolSpec
 from iba.llm.retry import ModelBadResponse, ModelCallError, ModelRequestRejected
 from iba.llm.toolcalls import offered_tools
 
 
-def served_name(model_id: str) -> str:
-    """The model name a provider is sent: `openai:NAME` -> NAME; other model strings as they are
-    (an offline answerer reads its own --model)."""
-    prefix, _, rest = model_id.partition(":")
-    return rest if prefix == "openai" and rest else model_id
+log = logging.getLogger(__name__)
+_WARNED: set[tuple[str, str]] = set()  # (asked, answered) pairs said once per process
 
 
 class BatchBackend(Backend):
@@ -56,8 +54,15 @@ class BatchBackend(Backend):
         cid = line.custom_id
         state = self.folder.state(cid)
         if state == "answered":
+            answer = self.folder.answers[cid]
+            asked = served_name(self.model_id)
+            if not same_model(asked, answer.answered_by) and (asked, answer.answered_by or "") not in _WARNED:
+                _WARNED.add((asked, answer.answered_by or ""))
+                log.warning("warning: batch answers to %s come from %s (%s): the records are stored under %s, and "
+                            "each trace step names the model that answered (answered_by)", self.model_id,
+                            answer.answered_by, self.folder.answered_where.get(cid, self.folder.root), self.model_id)
             try:
-                return result_completion(self.folder.answers[cid], tools, max_tokens, self.model_id)
+                return result_completion(answer, tools, max_tokens, self.model_id)
             except ValueError as e:
                 raise ModelBadResponse(f"{self.model_id}: batch result: {e}") from None
         if state in ("rejected", "given_up"):

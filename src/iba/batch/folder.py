@@ -8,7 +8,7 @@ A call (custom_id) is
 - given up: MAX_ATTEMPTS failed results (5xx, 429, expired, cancelled): replayed as an error;
 - new: written into the next round.
 Every file is written atomically (a temporary file renamed into place): a killed command leaves
-the folder as it was before it.
+the folder as it was before it; and scrubbed of the configured secrets (llm.secrets), as the store is.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from iba.batch.lines import RequestLine, ResultLine
+from iba.batch.lines import RequestLine, ResultLine, same_model
 from iba.dataset import atomic_write_text
+from iba.llm.secrets import redact_stored
 
 FORMAT = "iba-batch/1"
 MAX_ATTEMPTS = 3  # failed results (5xx, 429, expired) after which a call is given up as errored
@@ -107,11 +108,14 @@ class BatchFolder:
                 self.requests.setdefault(line.custom_id, line)
                 self.sent[line.custom_id] += 1
         self.answers: dict[str, ResultLine] = {}
+        self.answered_where: dict[str, str] = {}  # custom_id -> file:line of its answer
         self.failures: dict[str, list[ResultLine]] = {}
         for f in self.result_files():
-            for _, line in read_lines(f, ResultLine, "output"):
+            for lineno, line in read_lines(f, ResultLine, "output"):
                 if line.ok:
-                    self.answers.setdefault(line.custom_id, line)
+                    if line.custom_id not in self.answers:
+                        self.answers[line.custom_id] = line
+                        self.answered_where[line.custom_id] = f"{f}:{lineno}"
                 else:
                     self.failures.setdefault(line.custom_id, []).append(line)
 
@@ -161,7 +165,7 @@ class BatchFolder:
         round_dir = self.root / f"round-{number:04d}"
         for model_id, lines in new.items():
             text = "".join(line.model_dump_json() + "\n" for line in sorted(lines, key=lambda x: x.custom_id))
-            atomic_write_text(round_dir / f"{model_slug(model_id)}.requests.jsonl", text)
+            atomic_write_text(round_dir / f"{model_slug(model_id)}.requests.jsonl", redact_stored(text))
         meta = json.loads((self.root / "batch.json").read_text(encoding="utf-8"))
         models = meta.setdefault("models", {})
         for model_id in new:
@@ -173,30 +177,60 @@ class BatchFolder:
     # ------------------------------------------------------------------ results in
 
     def add_results(self, lines: list[ResultLine], source: str) -> Path:
-        """Store result lines (every custom_id must be one of this folder's requests) as a new
-        results file named after `source`; returns its path."""
+        """Store result lines (every custom_id must be one of this folder's requests, answered at most
+        once: see check_once) as a new results file named after `source`; returns its path."""
         unknown = [x.custom_id for x in lines if x.custom_id not in self.requests]
         if unknown:
             raise BatchError(f"{len(unknown)} result(s) for requests this folder never wrote (first: {unknown[0]!r})")
+        self.check_once(list(enumerate(lines, 1)), source)
         stem = re.sub(r"[^A-Za-z0-9._-]+", "_", source)[:60]
         existing = {p.name for p in self.result_files()}
         n = len(existing) + 1
         while f"{n:04d}-{stem}.jsonl" in existing:
             n += 1
         path = self.root / "results" / f"{n:04d}-{stem}.jsonl"
-        atomic_write_text(path, "".join(x.model_dump_json(exclude_none=False) + "\n" for x in lines))
+        atomic_write_text(path, redact_stored("".join(x.model_dump_json(exclude_none=False) + "\n" for x in lines)))
         self.reload()
         return path
 
     def read_results_file(self, path: Path) -> list[ResultLine]:
-        """A results file from elsewhere (`iba batch import`), every line checked: its shape, and
-        that its custom_id is one of this folder's requests (file:line otherwise)."""
-        out = []
-        for lineno, line in read_lines(path, ResultLine, "output"):
+        """A results file from elsewhere (`iba batch import`), every line checked: its shape, that its
+        custom_id is one of this folder's requests, and that it answers it once (file:line otherwise)."""
+        numbered = read_lines(path, ResultLine, "output")
+        for lineno, line in numbered:
             if line.custom_id not in self.requests:
                 raise BatchError(f"{path}:{lineno}: custom_id {line.custom_id!r} is not a request of {self.root}")
-            out.append(line)
+        self.check_once(numbered, str(path))
+        return [line for _, line in numbered]
+
+    def check_once(self, numbered: list[tuple[int, ResultLine]], where: str) -> None:
+        """BatchError (where:line) for a custom_id that a results file holds twice, or that it answers
+        when the folder holds an answer already: which of two answers is the call's is not for iba to
+        guess. A failed result beside others is fine (failures are counted, then sent again)."""
+        first: dict[str, int] = {}
+        for lineno, line in numbered:
+            if line.custom_id in first:
+                raise BatchError(f"{where}:{lineno}: custom_id {line.custom_id!r} again (first on line "
+                                 f"{first[line.custom_id]}); a results file holds one result per request")
+            first[line.custom_id] = lineno
+            if line.ok and line.custom_id in self.answers:
+                raise BatchError(f"{where}:{lineno}: custom_id {line.custom_id!r} is answered already "
+                                 f"({self.answered_where[line.custom_id]}); remove one of the two answers")
+
+    def other_models(self, numbered: list[tuple[int, ResultLine]]) -> list[tuple[int, str, str]]:
+        """(line, model asked, model that answered) of every answer from another model than its
+        request's (a dated snapshot of the same name is the same model)."""
+        out = []
+        for lineno, line in numbered:
+            asked = self.requests[line.custom_id].body.get("model") if line.custom_id in self.requests else None
+            if line.ok and not same_model(asked, line.answered_by):
+                out.append((lineno, str(asked), str(line.answered_by)))
         return out
+
+    def answered_by(self) -> Counter[tuple[str, str]]:
+        """(model asked, model that answered) -> answers, over every answer held."""
+        return Counter((str(self.requests[cid].body.get("model")), line.answered_by or "(not named)")
+                       for cid, line in self.answers.items() if cid in self.requests)
 
     def status(self) -> dict[str, Any]:
         states = Counter(self.state(cid) for cid in self.requests)

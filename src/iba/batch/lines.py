@@ -10,6 +10,7 @@ Backend.complete, which is how an offline answerer sees exactly what a provider 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +21,23 @@ from iba.llm.toolcalls import openai_messages
 from iba.types import Strict, stable_hash
 
 URL = "/v1/chat/completions"
+# a provider answers a request for NAME from a dated snapshot of it: NAME-2024-07-18, NAME-20240718
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
+
+
+def served_name(model_id: str) -> str:
+    """The model name a provider is sent: `openai:NAME` -> NAME; other model strings as they are
+    (an offline answerer reads its own --model)."""
+    prefix, _, rest = model_id.partition(":")
+    return rest if prefix == "openai" and rest else model_id
+
+
+def same_model(asked: str | None, answered: str | None) -> bool:
+    """Whether a result answered by `answered` (its body's model) answers a request for `asked`:
+    the same name, or a dated snapshot of it; a result that names no model is taken at its word."""
+    if not answered or not asked or answered == asked:
+        return True
+    return _SNAPSHOT.sub("", answered) == asked
 RESPONSE_FORMAT_NAME = "reply"
 
 
@@ -54,6 +72,13 @@ class ResultLine(BaseModel):
     @property
     def ok(self) -> bool:
         return self.error is None and self.response is not None and self.response.status_code == 200
+
+    @property
+    def answered_by(self) -> str | None:
+        """The model the answer names (its body's `model`), None where it names none."""
+        body = self.response.body if self.ok and self.response is not None else None
+        model = body.get("model") if isinstance(body, dict) else None
+        return model if isinstance(model, str) and model else None
 
     def problem(self) -> str:
         """Why this line is not an answer (for messages and errored records)."""
@@ -128,6 +153,7 @@ def result_completion(line: ResultLine, tools: list[ToolSpec] | None, max_tokens
 
     try:
         resp = ChatCompletion.model_validate(line.response.body if line.response else None)
-        return parse_chat_completion(resp, tools, max_tokens, model_id)
+        comp = parse_chat_completion(resp, tools, max_tokens, model_id)
+        return comp.model_copy(update={"answered_by": line.answered_by})
     except Exception as e:  # noqa: BLE001 - pydantic's, or the parser's bad response / truncation
         raise ValueError(f"result for {line.custom_id} is not a usable chat completion: {str(e).splitlines()[0]}") from None

@@ -52,9 +52,14 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _status(folder, args) -> int:
+    from iba.batch.lines import same_model
+
     s = folder.status()
     print(f"{folder.root}: {s['rounds']} round(s), {s['requests']} request(s): {s['answered']} answered, "
           f"{s['awaiting']} awaiting, {s['new']} to send again, {s['rejected']} rejected, {s['given_up']} given up")
+    for (asked, answered), n in sorted(folder.answered_by().items()):
+        other = "" if same_model(asked, answered) or answered == "(not named)" else "  <- another model"
+        print(f"  requests for {asked}: {n} answered by {answered}{other}")
     return 0
 
 
@@ -81,6 +86,12 @@ def _collect(folder, args) -> int:
 
 def _import(folder, args) -> int:
     lines = folder.read_results_file(args.results)
+    other = folder.other_models(list(enumerate(lines, 1)))
+    if other:  # stored all the same: the trace of every step they answer names the model (answered_by)
+        lineno, asked, answered = other[0]
+        print(f"warning: {args.results}:{lineno}: answered by {answered}, but the request asked {asked} "
+              f"({len(other)} such answer(s)); the run's records will be stored under the model it asked, and "
+              "each trace step names the model that answered", file=sys.stderr)
     path = folder.add_results(lines, f"import-{args.results.stem}")
     ok = sum(x.ok for x in lines)
     print(f"{len(lines)} result line(s) stored in {path}: {ok} answers, {len(lines) - ok} failures")

@@ -57,6 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-rewrites", type=nonnegative_int, default=2, help="llm writer: rewrites of an evidence turn that fails the check (default 2)")
     parser.add_argument("--concurrency", type=positive_int, default=4, help="llm writer: model calls in flight at once (default 4)")
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="procedural writer: processes that plan and write the personas' histories (default: 2, or 1 on a "
+        "one-CPU machine); the dataset is byte-identical for any number",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -96,6 +103,7 @@ def main(args: argparse.Namespace) -> int:
             max_rewrites=args.max_rewrites,
             concurrency=args.concurrency,
             distractors_on=not args.no_distractors,
+            workers=args.workers,
         )
     except (ValueError, DatasetError) as e:
         print(f"iba build: {e}", file=sys.stderr)

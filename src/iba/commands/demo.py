@@ -8,14 +8,14 @@ import time
 from pathlib import Path
 
 from iba.argtypes import out_folder, positive_int
-from iba.commands.run import add_backend_arguments, backend_from_args, debt_status, judge_backends
+from iba.commands.run import JUDGES_DEFAULT, JUDGES_HELP, add_backend_arguments, backend_from_args, debt_status, judge_backends
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=out_folder, default=Path("demo-out"), help="output folder (default: demo-out)")
     p.add_argument("--agent", action="append", dest="agents", metavar="SPEC", help="agent spec(s) (default: rag)")
     add_backend_arguments(p)
-    p.add_argument("--judges", default="same", help="judge models for text checkpoints (default: the run's model)")
+    p.add_argument("--judges", default=JUDGES_DEFAULT, help=JUDGES_HELP)
     p.add_argument("--no-qa", action="store_true", help="skip the multiple-choice QA probes")
     p.add_argument("--qa-per-instance", type=positive_int, default=1,
                    help="QA probes asked per instance (default 1, to keep the demo within minutes)")

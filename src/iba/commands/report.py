@@ -13,17 +13,22 @@ from iba.report.build import build_report
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", type=Path, help="result store written by `iba run` (SQLite)")
     p.add_argument("--dataset", action="append", type=Path, default=[], dest="datasets", metavar="DIR",
-                   help="dataset directory of the runs (repeatable); needed for the analyses and the drill-down")
+                   help="dataset of the runs (repeatable): a folder, an `iba export hf` folder or hf:owner/name, as "
+                   "`iba run` takes it; needed for the analyses and the drill-down")
     p.add_argument("--answer-key", action="append", type=Path, default=None, dest="answer_keys", metavar="PATH",
                    help="a held-back answer key (as `iba run --answer-key`), one per --dataset in the same order")
     p.add_argument("--run", action="append", dest="runs", metavar="NAME", help="only this run name (repeatable; default: all)")
     p.add_argument("--out", type=out_folder, required=True, help="output folder")
+    p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
+                   help="where an `iba export hf` dataset is read back (default .iba-cache, as `iba run`)")
     p.add_argument("--judges", default=None,
                    help="comma-separated judge model strings whose verdicts count (default: every judge in the store)")
 
 
 def main(args: argparse.Namespace) -> int:
     from iba.dataset import DatasetError
+    from iba.hf import HFError
+    from iba.hf.load import dataset_dir
 
     if not args.store.exists():
         print(f"error: no store at {args.store}; run `iba run` first", file=sys.stderr)
@@ -44,9 +49,10 @@ def main(args: argparse.Namespace) -> int:
               f"({len(args.answer_keys)} for {len(args.datasets)})", file=sys.stderr)
         return 2
     try:
-        html = build_report(args.store, args.datasets, args.out, runs=args.runs, judges=judges,
+        datasets = [dataset_dir(d, args.cache_dir) for d in args.datasets]  # exports read back as `iba run` does
+        html = build_report(args.store, datasets, args.out, runs=args.runs, judges=judges,
                             answer_keys=args.answer_keys)
-    except DatasetError as e:
+    except (DatasetError, HFError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     table = args.out / "table4.md"

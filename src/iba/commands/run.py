@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 
 from iba.argtypes import positive_float, positive_int  # noqa: F401 - also imported from here by other commands
 from iba.llm import DEFAULT_MODEL
+
+
+# The one judge default of every command that judges (iba run, iba score, iba demo): the model that
+# acted judges its own text unless --judges names others. Said once, here, and shown by each --help.
+JUDGES_DEFAULT = "same"
+JUDGES_HELP = ("comma-separated judge model strings for Generate(text) checkpoints. 'same' (the default, in every "
+               "command that judges) = the model the run used (--model); 'best' = the strongest packaged model "
+               "installed (local:qwen2.5-coder-1.5b, else the 0.5B); 'none' = verifiers and slot matching only. No "
+               "small local model is a reliable judge (`iba judge-check`): judge on a real server for figures you "
+               "report")
 
 
 def add_backend_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,12 +47,16 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk LLM response cache")
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
                    help="LLM response cache and retrieval index cache (default: .iba-cache)")
+    p.add_argument("--context-window", type=positive_int, default=None, metavar="TOKENS",
+                   help="the model's context window (default 8192): what direct, the full-context row, fills with "
+                   "the most recent turns, and what the agents' prompt budgets assume; for local: models, the "
+                   "llama.cpp context it loads with (memory grows with it). Say what your server serves, e.g. 131072")
     p.add_argument("--call-timeout", type=positive_float, default=600.0,
                    help="seconds one model call may take (default 600: an 8k-token prompt on the embedded "
                    "0.5B model takes minutes on 2 cores); a call past it is errored, not retried, on local models")
 
 
-def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = False):
+def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = False, sends: bool = True):
     """The backend for `model` with the options of add_backend_arguments (servers, cache, call
     timeout, in-flight bounds); judge=True: a judge model, on --judge-base-url if given.
 
@@ -50,7 +65,7 @@ def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = Fal
     ValueError naming file:line."""
     from iba.llm import resolve_backend
 
-    return resolve_backend(model, **backend_options(args, judge=judge))
+    return resolve_backend(model, **backend_options(args, judge=judge), sends=sends)
 
 
 def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
@@ -68,43 +83,57 @@ def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
         if getattr(args, "endpoints", None) is not None:
             urls += read_endpoints_file(args.endpoints)
     return dict(base_url=urls or None, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-                timeout=args.call_timeout,
+                timeout=args.call_timeout, n_ctx=getattr(args, "context_window", None),
                 max_in_flight_per_endpoint=getattr(args, "max_in_flight_per_endpoint", None),
                 max_in_flight=getattr(args, "max_in_flight", None))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from iba.commands.embedder_options import add_embedder_arguments
+
     p.add_argument("dataset", type=Path,
                    help="dataset directory (from `iba build` or `iba import`), a Hugging Face export of one "
-                   "(`iba export hf`), or a Hugging Face hub id (owner/name; downloaded, needs iba[hf])")
+                   "(`iba export hf`), or a Hugging Face hub id written hf:owner/name (downloaded, needs iba[hf])")
     p.add_argument("--answer-key", type=Path, default=None, metavar="PATH",
                    help="the answer key, kept outside the dataset folder (a public release with a hidden test "
                    "split); it is opened only to score an item whose agents have finished, one item at a time. "
-                   "distractors.jsonl beside it is hidden from agents too. Not with --qa")
+                   "distractors.jsonl and persona_states.jsonl beside it are hidden from agents too. With --qa "
+                   "the tasks run first, then the probes (which are in the key)")
     p.add_argument("--agent", action="append", dest="agents", metavar="SPEC",
-                   help="agent spec, repeatable: direct, rag, iba, iba-fc, external?cmd=..., with options "
-                   "as iba?retrieval=false&btda=false&synthesis=rag&reranker=rules (default: rag)")
+                   help="agent spec, repeatable: direct, rag, iba, iba-fc, external?cmd=..., memory?cmd=..., with options "
+                   "as iba?retrieval=false&btda=false&synthesis=rag&reranker=rules (default: rag). Reference rows, "
+                   "marked as such in reports and submissions: null (the direct prompt with no history), direct "
+                   "(the full-context row: the most recent turns that fit the context window), oracle (only the "
+                   "instance's gold evidence turns, which the runner reads from the answer key)")
     add_backend_arguments(p)
     p.add_argument("--store", type=Path, default=Path("runs/iba.sqlite"), help="result store (SQLite; default: runs/iba.sqlite)")
     p.add_argument("--run", default="default", help="run name, to tell runs apart in reports (default: default)")
     p.add_argument("--trials", type=positive_int, default=1, help="repeated agent trials per instance (default: 1)")
     p.add_argument("--seed", type=int, default=42, help="seed (trial t uses seed+t; default 42, as in the paper)")
     p.add_argument("--limit", type=positive_int, default=None, help="run only the first N selected instances")
+    p.add_argument("--sample", type=positive_int, default=None, metavar="N",
+                   help="run a stratified sample of N of the selected instances: domains balanced, then action kinds, "
+                   "users and scenarios as far as the domains allow (docs/references_and_samples.md). Recorded in the store, "
+                   "the report and submissions; a store holds one sample per dataset and refuses runs outside it")
+    p.add_argument("--sample-seed", type=int, default=0, metavar="S",
+                   help="with --sample: the seed of the draw (default 0); the same N, seed and dataset give the "
+                   "same instances, and the sample of N is the first N of any larger one")
     p.add_argument("--domain", action="append", dest="domains", help="only this domain id (repeatable)")
     p.add_argument("--scenario", action="append", dest="scenarios", help="only this scenario id (repeatable)")
+    p.add_argument("--user", action="append", dest="users", metavar="USER_ID",
+                   help="only this user's instances (repeatable), e.g. a few users for a memory agent, which "
+                   "ingests each user's whole history once (docs/memory_systems.md)")
     p.add_argument("--concurrency", type=positive_int, default=1,
                    help="instances in flight at once (the embedded model serialises anyway; raise it for servers)")
     p.add_argument("--qa", action="store_true", help="also ask each instance's multiple-choice QA probes (knowledge-to-action gap)")
     p.add_argument("--qa-per-instance", type=positive_int, default=None, help="with --qa: at most N probes per instance")
-    p.add_argument("--judges", default="same",
-                   help="comma-separated judge model strings for Generate(text) checkpoints; 'same' = the run's "
-                   "model (default), 'none' = verifiers and slot matching only")
+    p.add_argument("--judges", default=JUDGES_DEFAULT, help=JUDGES_HELP)
     p.add_argument("--retry-errored", action="store_true",
                    help="run again the selected instances whose stored record is errored (e.g. after a timeout)")
     p.add_argument("--judge-repeats", type=positive_int, default=1, help="repeated judging per checkpoint (default: 1)")
     p.add_argument("--no-score", action="store_true", help="store actions only; score later with `iba score`")
     p.add_argument("--timeout", type=positive_float, default=900.0, help="seconds per agent action before it is errored")
-    p.add_argument("--embedder", default="minilm", help="retrieval embedder (default: minilm = all-MiniLM-L6-v2, offline)")
+    add_embedder_arguments(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--batch", type=Path, default=None, metavar="DIR",
                    help="call no model: write every pending call (agent steps and judges) as OpenAI Batch API "
@@ -123,25 +152,43 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "is then per worker")
 
 
-def judge_backends(spec: str, run_backend, args) -> list:
+def resolve_judge_names(spec: str, run_model: str) -> list[str]:
+    """--judges as model strings: 'same' is `run_model`, 'best' the strongest installed packaged
+    model (ValueError when none is), 'none' nothing."""
+    from iba.llm.models import strongest_installed_judge
+
+    out = []
+    for name in filter(None, (s.strip() for s in spec.split(","))):
+        if name == "none":
+            continue
+        if name == "best":
+            best = strongest_installed_judge()
+            if best is None:
+                raise ValueError("argument --judges: 'best' names no model: no packaged judge model is installed "
+                                 "(`make install`); give --judges MODEL")
+            name = best
+        out.append(run_model if name == "same" else name)
+    return list(dict.fromkeys(out))
+
+
+def judge_backends(spec: str, run_backend, args, *, sends: bool = True) -> list:
     """Resolve --judges; the run's own backend object is reused rather than loaded twice."""
-    if spec == "none":
+    names = resolve_judge_names(spec, run_backend.model_id)
+    if not names:
         return []
     # with --judge-base-url even the run's own (server) model judges on those servers
     separate = bool(getattr(args, "judge_base_url", None)) and run_backend.model_id.startswith("openai:")
-    out = []
-    for name in filter(None, (s.strip() for s in spec.split(","))):
-        if name in ("same", run_backend.model_id) and not separate:
-            out.append(run_backend)
-        else:
-            out.append(backend_from_args(run_backend.model_id if name == "same" else name, args, judge=True))
-    return out
+    extra = {} if sends else {"sends": False}
+    return [run_backend if name == run_backend.model_id and not separate
+            else backend_from_args(name, args, judge=True, **extra) for name in names]
 
 
-def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None) -> str | None:
-    """Why --domain/--scenario select nothing that exists (a typo would otherwise run 0 instances)."""
+def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None,
+                    users: list[str] | None = None) -> str | None:
+    """Why --domain/--scenario/--user select nothing that exists (a typo would otherwise run 0 instances)."""
     for flag, wanted, have in (("--domain", domains, {t.domain for t in ds.instances}),
-                               ("--scenario", scenarios, {t.scenario for t in ds.instances})):
+                               ("--scenario", scenarios, {t.scenario for t in ds.instances}),
+                               ("--user", users, {t.user_id for t in ds.instances})):
         unknown = [v for v in wanted or [] if v not in have]
         if unknown:
             return (f"argument {flag}: {unknown[0]!r} is not in this dataset "
@@ -149,13 +196,16 @@ def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None) 
     return None
 
 
-def check_embedder(name: str) -> str | None:
-    """An unknown --embedder would fail inside every retrieving agent's act, as errored records."""
-    from iba import registry
+def check_embedder(args: argparse.Namespace) -> str | None:
+    """An unknown --embedder, or an openai: one that cannot be set up, would fail inside every retrieving
+    agent's act; said here instead. Sets args.embedder to the spec with its server settings."""
+    from iba.commands.embedder_options import embedder_from_args
 
-    known = registry.names("embedders")
-    base = name.partition("?")[0]
-    return None if base in known else f"argument --embedder: unknown embedder {base!r} (allowed: {', '.join(known)})"
+    try:
+        args.embedder = embedder_from_args(args)
+    except (ValueError, RuntimeError) as e:
+        return str(e)
+    return None
 
 
 def check_executor(args: argparse.Namespace) -> str | None:
@@ -180,17 +230,14 @@ def main(args: argparse.Namespace) -> int:
     from iba.dataset import Dataset, DatasetError
     from iba.hf import HFError
     from iba.hf.load import dataset_dir
+    from iba.agents.references import reference_of
     from iba.run.runner import RunConfig, make_agent, run_dataset, select_instances
+    from iba.run.sample import SampleError
     from iba.run.store import Store
 
-    if args.answer_key is not None:
-        if not args.answer_key.is_file():
-            print(f"error: argument --answer-key: {args.answer_key}: no such file", file=sys.stderr)
-            return 2
-        if args.qa:
-            print("error: argument --qa: not with --answer-key (the QA probes are in the answer key, which is "
-                  "not opened before the agents run)", file=sys.stderr)
-            return 2
+    if args.answer_key is not None and not args.answer_key.is_file():
+        print(f"error: argument --answer-key: {args.answer_key}: no such file", file=sys.stderr)
+        return 2
     try:
         # a Hugging Face export or hub id is read back into an IBA folder under --cache-dir
         args.dataset = dataset_dir(args.dataset, args.cache_dir)
@@ -199,16 +246,25 @@ def main(args: argparse.Namespace) -> int:
     except (DatasetError, HFError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    problem = check_selection(ds, args.domains, args.scenarios) or check_embedder(args.embedder) or check_executor(args)
+    problem = check_selection(ds, args.domains, args.scenarios, args.users) or check_embedder(args) or check_executor(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.sample is not None and args.limit is not None:
+        print("error: argument --limit: not with --sample (the sample of N is the first N of a larger sample: "
+              "give the smaller N)", file=sys.stderr)
+        return 2
+    if args.sample_seed != 0 and args.sample is None:
+        print("error: argument --sample-seed: only with --sample N", file=sys.stderr)
         return 2
     if args.batch is not None and args.executor == "ray":
         print("error: argument --batch: not with --executor ray (batch rounds replay in this process)", file=sys.stderr)
         return 2
     try:
-        backend = backend_from_args(args.model, args)
-        judges = judge_backends(args.judges, backend, args)
+        # --batch calls no model: a server backend is built for its name and token counts, no key needed
+        sends = {} if args.batch is None else {"sends": False}
+        backend = backend_from_args(args.model, args, **sends)
+        judges = judge_backends(args.judges, backend, args, **sends)
         folder = None
         if args.batch is not None:
             backend, judges, folder = batch_backends(args.batch, backend, judges)
@@ -230,41 +286,52 @@ def main(args: argparse.Namespace) -> int:
     cfg = RunConfig(
         agents=args.agents or ["rag"], run=args.run, trials=args.trials, seed=args.seed,
         concurrency=args.concurrency, limit=args.limit, domains=args.domains, scenarios=args.scenarios,
+        users=args.users,
         qa=args.qa, qa_per_instance=args.qa_per_instance, score=not args.no_score,
         judge_repeats=args.judge_repeats, timeout_s=args.timeout, retry_errored=args.retry_errored,
         cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
+        sample=args.sample, sample_seed=args.sample_seed,
     )
     selected = select_instances(ds, cfg)
     if not selected:
         where = f"{args.dataset / 'instances.jsonl'} has no instances" if not ds.instances else \
-            "no instance matches both --domain and --scenario"
+            "no instance matches --domain, --scenario and --user together"
         print(f"error: nothing to run: {where}", file=sys.stderr)
         return 2
     try:
         # before any agent runs: histories readable and valid, users/scenarios known, answer key
         # complete; otherwise a broken file surfaces mid-run after hours of model calls. A
         # held-back key is not opened before an item's agents have finished: it is checked as read.
-        ds.check(selected, answer_key=(cfg.score or cfg.qa) and not ds.held_back)
+        oracle = any(reference_of(spec) == "oracle" for spec in cfg.agents)  # reads the key before acting
+        ds.check(selected, answer_key=(cfg.score or cfg.qa or oracle) and not ds.held_back)
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    # a held-back key is opened for an item only once its agents have finished, and the QA probes
+    # are in it: the tasks run first, then the probes of the items whose tasks are stored
+    passes = [dataclasses.replace(cfg, qa=False), cfg] if ds.held_back and cfg.qa else [cfg]
     # a store that cannot be opened is a StoreError: iba.cli says so in one line (exit 2)
     with Store(args.store) as store:
-        stops: tuple[type[Exception], ...] = (DatasetError,)  # the user's to fix: a message, not a traceback
-        if args.executor == "ray":
-            from iba.run.ray_executor import BackendRecipe, RayError, RayOptions, run_dataset_ray
+        # the user's to fix: a message, not a traceback
+        stops: tuple[type[Exception], ...] = (DatasetError, SampleError)
+        for n, pass_cfg in enumerate(passes):
+            if args.executor == "ray":
+                from iba.run.ray_executor import BackendRecipe, RayError, RayOptions, run_dataset_ray
 
-            stops += (RayError,)  # no cluster at --ray-address, a worker that cannot start
-            work = run_dataset_ray(ds, backend, store, cfg, judges=judges,
-                                   recipe=BackendRecipe(args.model, backend_options(args)),
-                                   options=RayOptions(address=args.ray_address, workers=args.workers))
-        else:
-            work = run_dataset(ds, backend, store, cfg, judges=judges)
-        try:
-            summary = asyncio.run(work)
-        except stops as e:  # e.g. a file changed under the run after the check
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+                stops += (RayError,)  # no cluster at --ray-address, a worker that cannot start
+                work = run_dataset_ray(ds, backend, store, pass_cfg, judges=judges,
+                                       recipe=BackendRecipe(args.model, backend_options(args)),
+                                       options=RayOptions(address=args.ray_address, workers=args.workers))
+            else:
+                work = run_dataset(ds, backend, store, pass_cfg, judges=judges)
+            try:
+                summary = asyncio.run(work)
+            except stops as e:  # e.g. a file changed under the run after the check
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            if n < len(passes) - 1:
+                print(f"tasks: {summary.ok} ok, {summary.failed} failed, {summary.errored} errored; now the QA "
+                      "probes (in the held-back key) of the items whose tasks are stored")
     print(
         f"{summary.planned} planned, {summary.skipped} already stored, "
         + (f"{summary.retried} errored records retried, " if summary.retried else "")
@@ -275,6 +342,13 @@ def main(args: argparse.Namespace) -> int:
         f"in {summary.wall_s:.1f}s; {summary.usage.llm_calls} LLM calls, "
         f"{summary.usage.prompt_tokens} prompt + {summary.usage.completion_tokens} completion tokens"
     )
+    if summary.ingests:
+        u = summary.ingest_usage
+        print(f"memory: {summary.ingests} user history(ies) ingested; the memories reported {u.llm_calls} LLM calls, "
+              f"{u.prompt_tokens} prompt + {u.completion_tokens} completion tokens for ingesting (not in the figures "
+              "above, which are the acts')")
+    for line in summary.notes + reference_lines(cfg.agents):
+        print(line)
     for line in summary.errors[:5]:
         print(f"  {line}", file=sys.stderr)
     status = debt_status(summary)
@@ -282,7 +356,35 @@ def main(args: argparse.Namespace) -> int:
         status = batch_round(folder, summary, status)
     key_arg = f" --answer-key {args.answer_key}" if args.answer_key else ""
     print(f"store: {args.store}  ->  iba report {args.store} --dataset {args.dataset}{key_arg} --out report/")
+    print_overall(args, ds, cfg, selected, backend.model_id, judges)
     return status
+
+
+def print_overall(args: argparse.Namespace, ds, cfg, selected: list, model: str, judges: list) -> None:
+    """The run's last lines: each agent's overall score on the same instances of this selection,
+    with its interval and failed/errored/unscored counts (the report's rule, iba.report.overall)."""
+    from iba.dataset import dataset_id
+    from iba.report.overall import run_overall
+    from iba.run.runner import run_key
+
+    did = dataset_id(ds)
+    keys = {run_key(did, t.instance_id, spec, model, trial) for spec in cfg.agents for t in selected
+            for trial in range(cfg.trials)}
+    for line in run_overall(args.store, cfg.run, keys, [j.model_id for j in judges] or None):
+        print(line)
+
+
+def reference_lines(specs: list[str]) -> list[str]:
+    """What `iba run` prints about the agents that are reference rows, apart from the systems."""
+    from iba.agents.references import REFERENCES, reference_of
+
+    refs = [s for s in specs if reference_of(s)]
+    if not refs:
+        return []
+    systems = [s for s in specs if not reference_of(s)]
+    return ([f"systems: {', '.join(systems)}"] if systems else []) + [
+        "references (not systems; marked as such in reports and submissions): "
+        + ", ".join(f"{s} [{REFERENCES[reference_of(s)]}]" for s in refs)]
 
 
 def batch_backends(root: Path, backend, judges: list):

@@ -15,23 +15,23 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from iba.argtypes import nonnegative_float, positive_float, positive_int
+from iba.commands.run import JUDGES_DEFAULT, JUDGES_HELP
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", type=Path, help="result store written by `iba run` (SQLite)")
     p.add_argument("--dataset", action="append", type=Path, required=True, dest="datasets", metavar="DIR",
-                   help="dataset directory the runs were made on (repeatable); its answer key is read here")
+                   help="dataset the runs were made on (repeatable): a folder, an `iba export hf` folder or "
+                   "hf:owner/name, as `iba run` takes it; its answer key is read here")
     p.add_argument("--answer-key", action="append", type=Path, default=None, dest="answer_keys", metavar="PATH",
                    help="a held-back answer key (as `iba run --answer-key`), one per --dataset in the same order")
     p.add_argument("--run", action="append", dest="runs", metavar="NAME", help="only this run name (repeatable; default: all)")
     p.add_argument("--rescore", action="store_true",
                    help="compute every score of the selected runs again (the --judges given, verifiers, slots, QA) and "
                    "replace the stored ones: after a judge prompt changed or to judge again on purpose")
-    p.add_argument("--judges", default="best",
-                   help="comma-separated judge model strings for Generate(text) checkpoints; 'best' (default) = the "
-                   "strongest packaged model installed (local:qwen2.5-coder-1.5b, else the 0.5B). Neither is a reliable "
-                   "judge (`iba judge-check`: the 1.5B fails most compliant responses, the 0.5B passes most violations); "
-                   "judge on a real server for figures you report); 'none' = verifiers, slots and QA only")
+    p.add_argument("--judges", default=JUDGES_DEFAULT,
+                   help=JUDGES_HELP + "; here 'same' is each stored run's own model, so a store of several models "
+                   "has each judged by itself, as `iba run` judged it")
     p.add_argument("--judge-repeats", type=positive_int, default=1, help="repeated judging per checkpoint, seed+r each (default: 1)")
     p.add_argument("--judge-temperature", type=nonnegative_float, default=None,
                    help="judge sampling temperature (default: 0 for one repeat, 0.7 for several)")
@@ -51,7 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 async def score_store(store, records, keys, *, judges, cfg, concurrency: int, progress: bool,
                       rescore: bool = False) -> Counter:
     """Score every record; returns a Counter of new ScoreRecords by scorer (plus '<scorer>:unscored'
-    and '<scorer>:errored')."""
+    and '<scorer>:errored'). `judges`: the judge backends of every record, or a mapping from a
+    record's model to its judges (`--judges same`)."""
     from tqdm.auto import tqdm
 
     from iba.eval.qa import split_qa_id
@@ -69,7 +70,8 @@ async def score_store(store, records, keys, *, judges, cfg, concurrency: int, pr
             templates[rec.scenario] = scenario_api(rec.scenario) if key.slots else None
         api = templates[rec.scenario] if record_kind(rec, key) != "qa" else None
         # one semaphore for all records bounds the judge calls in flight across the whole store
-        new = await score_record(rec, key, judges=judges, judge_repeats=cfg.repeats, api_template=api,
+        mine = judges.get(rec.model, []) if isinstance(judges, dict) else judges
+        new = await score_record(rec, key, judges=mine, judge_repeats=cfg.repeats, api_template=api,
                                  store=store, panel=cfg, semaphore=sem, rescore=rescore)
         for s in new:
             counts[s.scorer] += 1
@@ -86,18 +88,19 @@ async def score_store(store, records, keys, *, judges, cfg, concurrency: int, pr
     return counts
 
 
-def dataset_keys(datasets: list[Path], answer_keys: list[Path] | None) -> dict:
+def dataset_keys(datasets: list[Path], answer_keys: list[Path] | None, cache_dir: Path = Path(".iba-cache")) -> dict:
     """(dataset id, instance id) -> AnswerKey over every --dataset, each with its --answer-key if
     given (paired in order). DatasetError for a bad file; ValueError for unpaired options."""
-    from iba.dataset import Dataset
     from iba.dataset import dataset_id
 
     if answer_keys is not None and len(answer_keys) != len(datasets):
         raise ValueError(f"argument --answer-key: give one per --dataset, in the same order "
                          f"({len(answer_keys)} for {len(datasets)})")
+    from iba.hf.load import open_dataset
+
     keys = {}
     for i, d in enumerate(datasets):
-        ds = Dataset(d, answer_key=answer_keys[i] if answer_keys else None)
+        ds = open_dataset(d, cache_dir, answer_key=answer_keys[i] if answer_keys else None)
         did = dataset_id(ds)
         keys.update({(did, iid): k for iid, k in ds.answer_keys().items()})
     return keys
@@ -108,14 +111,14 @@ def main(args: argparse.Namespace) -> int:
     from iba.eval.aggregate import instance_score, mean, task_kind
     from iba.eval.panel import PanelConfig
     from iba.eval.qa import split_qa_id
-    from iba.commands.run import backend_from_args
+    from iba.commands.run import backend_from_args, resolve_judge_names
     from iba.run.store import Store
 
     if not args.store.exists():
         print(f"error: no store at {args.store}; run `iba run` first", file=sys.stderr)
         return 2
     try:
-        keys = dataset_keys(args.datasets, args.answer_keys)
+        keys = dataset_keys(args.datasets, args.answer_keys, args.cache_dir)
     except (DatasetError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -136,24 +139,17 @@ def main(args: argparse.Namespace) -> int:
                f"none of its {len(records)} runs were made on the --dataset given")
         print(f"error: nothing to score: {why}", file=sys.stderr)
         return 2
-    if args.judges == "best":
-        from iba.llm.models import strongest_installed_judge
-
-        best = strongest_installed_judge()
-        if best is None:
-            print("error: no packaged judge model is installed; run `make install` or give --judges MODEL",
-                  file=sys.stderr)
-            return 2
-        print(f"judge: {best} (the strongest installed; --judges to choose)", file=sys.stderr)
-        args.judges = best
     try:
-        judges = [] if args.judges == "none" else [
-            backend_from_args(m.strip(), args, judge=True)  # every --base-url is a judge server here
-            for m in args.judges.split(",") if m.strip()
-        ]
+        # one judge rule with `iba run` (JUDGES_HELP): 'same' is each record's own model
+        names = {m: resolve_judge_names(args.judges, m) for m in sorted({r.model for r in usable})}
+        backends = {n: backend_from_args(n, args, judge=True)  # every --base-url is a judge server here
+                    for n in dict.fromkeys(n for ns in names.values() for n in ns)}
     except (ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    judges = {m: [backends[n] for n in ns] for m, ns in names.items()}
+    shown = sorted({n for ns in names.values() for n in ns})
+    print(f"judges: {', '.join(shown) or 'none'} (--judges {args.judges})", file=sys.stderr)
     cfg = PanelConfig(repeats=args.judge_repeats, seed=args.seed, temperature=args.judge_temperature,
                       batch=args.judge_batch)
     with Store(args.store) as store:
@@ -171,12 +167,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"  {scorer}: {counts[scorer]} new, {counts[scorer + ':unscored']} unscored{errored}")
     if skipped:
         print(f"  {skipped} runs skipped: their dataset was not given with --dataset", file=sys.stderr)
-    judge_ids = [b.model_id for b in judges] or None
     by_agent: dict[tuple[str, str], list] = defaultdict(list)
     for r in usable:
         if split_qa_id(r.instance_id)[1] is None:
             key = keys[(r.dataset, r.instance_id)]
             recs = scores.get(r.key, [])
+            judge_ids = [b.model_id for b in judges.get(r.model, [])] or None
             by_agent[(r.agent, r.model)].append(instance_score(task_kind(recs, key), recs, judge_ids))
     for (agent, model), vals in sorted(by_agent.items()):
         m = mean(vals)

@@ -1,4 +1,4 @@
-"""`iba submit prepare|validate`: a results file to share (iba-submission/1), and its check."""
+"""`iba submit prepare|validate`: a results file to share (iba-submission/2), and its check."""
 
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ def _prices(text: str) -> tuple[float, float]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     pr = sub.add_parser("prepare", help="write a submission file from a result store",
-                        description="One entry per agent x model of STORE on the dataset: Table 4 per domain with 95% "
-                        "bootstrap intervals and n, pass^k where trials > 1, tokens (and cost with --usd-per-mtok), "
-                        "the dataset's generator, seed and tell audit, the judges with their judge-check, and "
-                        "flags for modified prompts and omitted instances.")
+                        description="One entry per agent x model of STORE on the dataset: every trial's result "
+                        "(verdicts per slot or checkpoint, score, tokens, wall time), and what follows from them: "
+                        "Table 4 per domain with 95% bootstrap intervals and n, pass^k where trials > 1, tokens (and "
+                        "cost with --usd-per-mtok); the sample (the full dataset, or the subset run, by id); the "
+                        "dataset's generator, its version, seed, tell audit and feature audit; the judges with their "
+                        "judge-check; flags for modified prompts and omitted instances.")
     pr.add_argument("store", type=Path, help="result store (from `iba run`)")
     pr.add_argument("--dataset", type=Path, required=True, help="the dataset the runs were on (a folder or an `iba export hf` folder)")
     pr.add_argument("--answer-key", type=Path, default=None, help="a held-back answer key (as given to `iba run`)")
@@ -39,9 +41,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pr.add_argument("--usd-per-mtok", type=_prices, default=None, metavar="IN,OUT",
                     help="prices in USD per million prompt and completion tokens, to state a cost")
     pr.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"), help="where an `iba export hf` dataset is read back (default .iba-cache)")
-    va = sub.add_parser("validate", help="check a submission file against the schema",
-                        description="Check FILE against iba-submission/1; with --dataset, also that it was made on "
-                        "that dataset (same generator, seed and manifest). Exits 2 with every problem listed.")
+    va = sub.add_parser("validate", help="check a submission file: its schema, and every aggregate against its "
+                        "per-instance results",
+                        description="Check FILE against iba-submission/2, then recompute every aggregate (per domain "
+                        "and overall with their intervals, pass^k, counts, cost, omissions) from its per-instance "
+                        "results and report each that differs; with --dataset, also that it was made on that dataset "
+                        "(same manifest, generator, seed, instance ids). Exits 2 with every problem listed.")
     va.add_argument("file", type=Path)
     va.add_argument("--dataset", type=Path, default=None, help="the dataset the file claims (optional cross-check)")
     va.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"), help=argparse.SUPPRESS)
@@ -82,12 +87,15 @@ def _prepare(args: argparse.Namespace) -> int:
         return 2
     atomic_write_text(args.out, sub.model_dump_json(indent=2) + "\n")
     print(f"{args.out}: {sub.submission_type} submission, {len(sub.entries)} entr{'y' if len(sub.entries) == 1 else 'ies'} "
-          f"on {sub.dataset.id}")
+          f"on {sub.dataset.id}" + (f", a sample of {sub.sample.n} (seed {sub.sample.seed})" if sub.sample else ""))
     for e in sub.entries:
         o = e.results["overall"]
         flags = [f for f, on in (("modified prompts", e.verification.modified_prompts),
-                                 (f"{len(e.verification.omitted)} omitted", e.verification.omitted_instances)) if on]
-        print(f"  {e.agent} ({e.model}): {o.score if o.score is not None else '-'} (n={o.n})"
+                                 (f"subset of {e.sample.instances}", e.sample.kind == "subset"),
+                                 (f"{len(e.verification.omitted)} omitted", e.verification.omitted_instances),
+                                 (f"reference: {e.reference_kind}", e.reference)) if on]
+        ci = f" [{o.ci[0]}, {o.ci[1]}]" if o.ci else ""
+        print(f"  {e.agent} ({e.model}): {o.score if o.score is not None else '-'}{ci} (n={o.n})"
               + (f" [{', '.join(flags)}]" if flags else ""))
     return 0
 
@@ -106,21 +114,28 @@ def _validate(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as e:
         print(f"error: {args.file}:{e.lineno}: not JSON: {e.msg}", file=sys.stderr)
         return 2
+    from iba.submit import recompute
+
     found = problems(obj)
+    ids = None
     if not found and args.dataset is not None:
         from iba.dataset import DatasetError
         from iba.hf.load import open_dataset
         from iba.submit.prepare import dataset_info
 
         try:
-            mine = dataset_info(open_dataset(args.dataset, args.cache_dir))
+            ds = open_dataset(args.dataset, args.cache_dir)
+            mine = dataset_info(ds)
         except (DatasetError, ValueError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         theirs = Submission.model_validate(obj).dataset
-        for field in ("id", "generator", "seed", "instances"):
+        for field in ("id", "generator", "generator_version", "seed", "instances", "per_domain"):
             if getattr(mine, field) != getattr(theirs, field):
                 found.append(f"dataset.{field}: {getattr(theirs, field)!r} in the file, {getattr(mine, field)!r} in {args.dataset}")
+        ids = [t.instance_id for t in ds.instances]
+    if not found:  # the aggregates, recomputed from the per-instance results
+        found = recompute.problems(Submission.model_validate(obj), ids)
     if found:
         print(f"{args.file}: not a valid iba-submission/1 ({len(found)} problem{'s' if len(found) > 1 else ''}):", file=sys.stderr)
         for line in found:

@@ -72,7 +72,7 @@ def excerpts(history: list[Turn], evidence_ids: list[str]) -> str:
 
 
 def prompt_vars(ds: Dataset, tv: TaskView, key: AnswerKey, history: list[Turn]) -> dict[str, Any]:
-    persona = ds.personas[tv.user_id]
+    persona = ds.evaluator_personas()[tv.user_id]  # annotators check consistency with the states too
     ids = [e.turn_id for e in key.evidence]
     return {
         "persona": persona_summary(persona),

@@ -94,9 +94,10 @@ def _checkpoint_vars(c: Checkpoint) -> dict[str, Any]:
 
 
 async def _ask(backend: Backend, messages: list[dict[str, Any]], schema: type[BaseModel],
-               settings: JudgeSettings) -> tuple[BaseModel | None, Usage, str, bool]:
-    """complete_json with one extra try after a crash; (None, usage, error, fault) when it fails,
-    fault True when the call itself failed (infrastructure), False for an unparseable reply."""
+               settings: JudgeSettings) -> tuple[BaseModel | None, Usage, str, bool, str | None]:
+    """complete_json with one extra try after a crash; (None, usage, error, fault, None) when it
+    fails, fault True when the call itself failed (infrastructure), False for an unparseable reply.
+    The last item: the model a batch result says answered (Completion.answered_by), if any."""
     from iba.llm.structured import StructuredOutputError, complete_json
 
     usage, error = Usage(), ""
@@ -108,14 +109,14 @@ async def _ask(backend: Backend, messages: list[dict[str, Any]], schema: type[Ba
             )
             for c in completions:
                 usage = usage.add(c.usage())
-            return obj, usage, "", False
+            return obj, usage, "", False, next((c.answered_by for c in completions if c.answered_by), None)
         except StructuredOutputError as e:  # already retried once with the parse error
             for c in getattr(e, "completions", None) or []:
                 usage = usage.add(c.usage())
-            return None, usage, f"unparseable judge output after a retry: {str(e)[:300]}", False
+            return None, usage, f"unparseable judge output after a retry: {str(e)[:300]}", False, None
         except LLMError as e:
             error = f"judge call failed{' again' if attempt else ''}: {str(e)[:300]}"
-    return None, usage, error, True
+    return None, usage, error, True, None
 
 
 async def judge_checkpoint(
@@ -134,12 +135,12 @@ async def judge_checkpoint(
     except ValueError as e:
         return verdict(None, str(e), bare.hash), Usage()
     prompt = prompts.render(TEMPLATE, response=text, truncated=note, **variables)
-    obj, usage, error, fault = await _ask(backend, prompt.messages, CheckpointJudgement, settings)
+    obj, usage, error, fault, answered_by = await _ask(backend, prompt.messages, CheckpointJudgement, settings)
     if obj is None:
         return verdict(None, error, prompt.hash, fault), usage
     assert isinstance(obj, CheckpointJudgement)
     rationale = obj.rationale.strip()[:1000] + (" [judged a truncated response]" if note else "")
-    return verdict(obj.passed, rationale, prompt.hash), usage
+    return verdict(obj.passed, rationale, prompt.hash).model_copy(update={"answered_by": answered_by}), usage
 
 
 async def judge_checkpoints_batch(
@@ -162,7 +163,7 @@ async def judge_checkpoints_batch(
     except ValueError as e:
         return unscored(str(e), bare.hash), Usage()
     prompt = prompts.render(BATCH_TEMPLATE, response=text, truncated=note, checkpoints=variables)
-    obj, usage, error, fault = await _ask(backend, prompt.messages, BatchJudgement, settings)
+    obj, usage, error, fault, answered_by = await _ask(backend, prompt.messages, BatchJudgement, settings)
     if obj is None:
         return unscored(error, prompt.hash, fault), usage
     assert isinstance(obj, BatchJudgement)
@@ -178,5 +179,6 @@ async def judge_checkpoints_batch(
                                prompt_hash=prompt.hash))
         else:
             out.append(Verdict(target=c.id, kind="checkpoint", judge=backend.model_id, repeat=repeat,
-                               passed=item.passed, rationale=item.rationale.strip()[:1000], prompt_hash=prompt.hash))
+                               passed=item.passed, rationale=item.rationale.strip()[:1000], prompt_hash=prompt.hash,
+                               answered_by=answered_by))
     return out, usage

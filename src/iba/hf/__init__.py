@@ -2,7 +2,7 @@
 
 `iba export hf DIR OUT` writes parquet per config (instances, histories, personas; the answer key and
 the distractor labels each as a config of their own, so a public release can hold them back) and a
-dataset card; `iba run OUT` (or a hub id) reads such a folder back into an IBA dataset folder.
+dataset card; `iba run OUT` (or a hub id, hf:owner/name) reads such a folder back into an IBA dataset folder.
 Needs the `hf` extra (pyarrow; `datasets` for the card's features and for users' loading).
 """
 

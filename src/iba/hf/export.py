@@ -3,12 +3,15 @@
 Layout of OUT (upload it as is with `huggingface-cli upload --repo-type dataset NAME OUT`):
 
     README.md                                   the dataset card (YAML: configs, features, license, iba: ...)
-    <config>/test-00000-of-00001.parquet        instances, histories, personas, answer_key, distractors
+    <config>/test-00000-of-00001.parquet        instances, histories, personas (public); answer_key,
+                                                distractors, persona_states (evaluator-only)
     iba_manifest.json                           the dataset's manifest.json, verbatim (run keys hash it)
     stats.json                                  Table 2 statistics and the tell audit
 
-With `hold_back`, the evaluator-only configs (answer key, distractor labels) are not written: a
-public release whose test split stays hidden; score it with `iba run OUT --answer-key PATH`.
+With `hold_back`, the evaluator-only configs (answer key, distractor labels, persona states) are not
+written, nor the tell audit's n-grams (read off the evidence labels): a public release whose test
+split stays hidden; score it with `iba run OUT --answer-key DIR/answer_key.jsonl`, where DIR (the
+exported dataset folder) keeps the other hidden files beside the key.
 The export is written into a temporary folder beside OUT and renamed into place, so OUT is either
 the old export or the complete new one.
 """
@@ -24,8 +27,9 @@ from typing import Any
 from iba.dataset import Dataset, atomic_write_text, read_jsonl
 from iba.hf import HFError, require_pyarrow
 from iba.hf.card import dataset_card
-from iba.hf.tables import ANSWER_KEY, CONFIGS, DISTRACTORS, HISTORIES, INSTANCES, PERSONAS, Config, parquet_path
-from iba.types import DistractorLabel
+from iba.hf.tables import (ANSWER_KEY, CONFIGS, DISTRACTORS, HISTORIES, INSTANCES, PERSONA_STATES, PERSONAS, Config,
+                           parquet_path)
+from iba.types import DistractorLabel, PersonaStates
 
 MANIFEST = "iba_manifest.json"
 
@@ -75,11 +79,17 @@ def export_hf(src: str | Path, out: str | Path, *, hold_back: bool = False, lice
             (ANSWER_KEY, [ANSWER_KEY.to_row(k) for k in ds.answer_keys().values()])]
         if ds.distractors_path.exists():
             hidden.append((DISTRACTORS, [DISTRACTORS.to_row(d) for d in read_jsonl(ds.distractors_path, DistractorLabel)]))
+        states = ds.persona_states()  # the hidden file, or the states an older personas.jsonl carried
+        if states:
+            hidden.append((PERSONA_STATES, [PERSONA_STATES.to_row(PersonaStates(user_id=u, states=v))
+                                            for u, v in sorted(states.items())]))
         for config, rows in hidden:
             if hold_back:
                 held.append(config.name)
             else:
                 written.append(_write(pa, tmp, config, rows))
+        if hold_back:
+            stats = public_stats(stats)
         atomic_write_text(tmp / MANIFEST, ds.manifest.model_dump_json(indent=2) + "\n")
         atomic_write_text(tmp / "stats.json", json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         card = dataset_card(ds.manifest, stats, written, held, license=license, pretty_name=pretty_name)
@@ -99,4 +109,14 @@ def export_hf(src: str | Path, out: str | Path, *, hold_back: bool = False, lice
             "held_back": held, "card": str(out / "README.md")}
 
 
-__all__ = ["CONFIGS", "MANIFEST", "export_hf"]
+def public_stats(stats: dict[str, Any]) -> dict[str, Any]:
+    """The statistics a public (held-back) release shows: all but the tell audit's top evidence
+    n-grams, which are read off the evidence labels of the key it holds back."""
+    audit = stats.get("tell_audit")
+    if not audit or "top_evidence_features" not in (audit.get("classifier") or {}):
+        return stats
+    classifier = {k: v for k, v in audit["classifier"].items() if k != "top_evidence_features"}
+    return {**stats, "tell_audit": {**audit, "classifier": classifier}}
+
+
+__all__ = ["CONFIGS", "MANIFEST", "export_hf", "public_stats"]

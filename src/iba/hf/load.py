@@ -3,9 +3,10 @@
 `dataset_dir(arg, cache_dir)` is what commands call on their dataset argument: an IBA folder is
 returned as it is; an export folder (it holds iba_manifest.json) is materialised once into
 `<cache_dir>/hf-datasets/<name>-<content hash>/` (jsonl files, as `iba build` writes them) and that
-folder is returned; anything else that looks like `owner/name` (or `hf:owner/name`) is downloaded
-from the Hub with huggingface_hub (only then: the one network use, for users who are online) and
-materialised the same way. Reading needs pyarrow only.
+folder is returned; `hf:owner/name` is downloaded from the Hub with huggingface_hub (only then, and
+only with the `hf:` prefix: the one network use, for users who are online) and materialised the
+same way. A path that does not exist is an error, never a download (`bad/x` is a typo far more
+often than a hub id). Reading needs pyarrow only.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from typing import Any
 from iba.dataset import Dataset, DatasetError, atomic_write_text, write_dataset
 from iba.hf import HFError, require_pyarrow
 from iba.hf.export import MANIFEST
-from iba.hf.tables import ANSWER_KEY, DISTRACTORS, HISTORIES, INSTANCES, PERSONAS, Config, parquet_path
+from iba.hf.tables import ANSWER_KEY, DISTRACTORS, HISTORIES, INSTANCES, PERSONA_STATES, PERSONAS, Config, parquet_path
 from iba.types import Manifest, Turn
 
-_HUB_ID = re.compile(r"^(?:hf:)?([A-Za-z0-9][\w.-]*/[\w.-]+)$")
+_HUB_ID = re.compile(r"^hf:([A-Za-z0-9][\w.-]*/[\w.-]+)$")
+# what a materialised folder holds; part of its cache name, so a folder written by an older layout
+# (personas.jsonl with the states in it) is never reused
+LAYOUT = "iba-materialised/2"
 
 
 def is_export(path: Path) -> bool:
@@ -32,7 +36,7 @@ def is_export(path: Path) -> bool:
 
 def _fingerprint(root: Path) -> str:
     """A hash of every file the export's content depends on (names and bytes)."""
-    h = hashlib.sha256()
+    h = hashlib.sha256(LAYOUT.encode() + b"\0")
     for path in sorted(p for p in root.rglob("*") if p.is_file() and (p.suffix == ".parquet" or p.name == MANIFEST)):
         h.update(str(path.relative_to(root)).encode() + b"\0")
         with path.open("rb") as f:
@@ -72,7 +76,8 @@ def materialise(export: Path, target: Path) -> Path:
         manifest = Manifest.model_validate_json((export / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise HFError(f"{export / MANIFEST}: not a valid IBA manifest: {str(e).splitlines()[0]}") from None
-    configs = {c.name: read_config(export, c) for c in (INSTANCES, HISTORIES, PERSONAS, ANSWER_KEY, DISTRACTORS)}
+    configs = {c.name: read_config(export, c) for c in (INSTANCES, HISTORIES, PERSONAS, ANSWER_KEY, DISTRACTORS,
+                                                       PERSONA_STATES)}
     for required in ("instances", "histories", "personas"):
         if configs[required] is None:
             raise HFError(f"{export}: no {parquet_path(required)}; not a complete export")
@@ -84,7 +89,12 @@ def materialise(export: Path, target: Path) -> Path:
     try:
         keys = [k for _, k in configs["answer_key"] or []]
         distractors = [d for _, d in configs["distractors"]] if configs["distractors"] is not None else None
-        write_dataset(tmp, manifest, [p for _, p in configs["personas"]], histories,
+        # the states go back beside the key (write_dataset writes them to persona_states.jsonl);
+        # held back: none, and an export from before the split brings its own in `personas`
+        states = {s.user_id: s.states for _, s in configs["persona_states"] or []}
+        personas = [p.model_copy(update={"states": states[p.id]}) if p.id in states else p
+                    for _, p in configs["personas"]]
+        write_dataset(tmp, manifest, personas, histories,
                       [t for _, t in configs["instances"]], keys, distractors)
         if configs["answer_key"] is None:  # held back: no key at all, rather than an empty one
             (tmp / "answer_key.jsonl").unlink()
@@ -116,13 +126,14 @@ def hub_download(repo_id: str) -> Path:
 def dataset_dir(arg: str | Path, cache_dir: str | Path = ".iba-cache") -> Path:
     """The IBA dataset folder behind a command's dataset argument (see the module doc)."""
     path = Path(arg)
-    if not path.exists():
-        m = _HUB_ID.match(str(arg))
-        if m is None:
-            return path  # Dataset() says "not an IBA dataset" with the path
+    m = _HUB_ID.match(str(arg))
+    if m is not None:
         path = hub_download(m.group(1))
         if not is_export(path):
             raise HFError(f"hub dataset {m.group(1)!r} is not an IBA-Bench export (no {MANIFEST})")
+    elif not path.exists():
+        hint = f"; for the Hugging Face hub dataset of that name write hf:{arg}" if re.fullmatch(r"[\w.-]+/[\w.-]+", str(arg)) else ""
+        raise HFError(f"{arg}: no such dataset folder{hint}")
     if not is_export(path):
         return path
     name = re.sub(r"[^\w.-]+", "_", path.resolve().name)[:60]

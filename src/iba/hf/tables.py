@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from iba.types import AnswerKey, DistractorLabel, Persona, TaskView, Turn
+from iba.types import AnswerKey, DistractorLabel, Persona, PersonaStates, TaskView, Turn
 
 SPLIT = "test"
 
@@ -31,7 +31,7 @@ def _loads(text: str | None) -> Any:
 @dataclass(frozen=True)
 class Config:
     """One parquet config: its name, what it holds, the pydantic model of a record, and whether a
-    public release holds it back (evaluator-only: the answer key and distractor labels)."""
+    public release holds it back (evaluator-only: the answer key, distractor labels and persona states)."""
 
     name: str
     description: str
@@ -73,9 +73,13 @@ def _histories_schema(pa: Any) -> Any:
 
 def _personas_schema(pa: Any) -> Any:
     s = pa.string()
+    return pa.schema([("id", s), ("name", s), ("background", s), ("traits", pa.list_(s)), ("role", s)])
+
+
+def _persona_states_schema(pa: Any) -> Any:
+    s = pa.string()
     state = pa.struct([("state", s), ("description", s), ("start", s), ("end", s)])
-    return pa.schema([("id", s), ("name", s), ("background", s), ("traits", pa.list_(s)),
-                      ("states", pa.list_(state)), ("role", s)])
+    return pa.schema([("user_id", s), ("states", pa.list_(state))])
 
 
 def _answer_key_schema(pa: Any) -> Any:
@@ -130,8 +134,10 @@ HISTORIES = Config(
     encode=lambda r: r, decode=lambda r: {k: v for k, v in r.items() if k not in ("user_id", "position")},
 )
 PERSONAS = Config(
-    "personas", "the users: background B, traits T, transient states E, role R",
+    "personas", "the users as agents may know them: background B, traits T, role R (their transient states "
+    "E are evaluator-only: config `persona_states`)",
     Persona, False, _personas_schema,
+    # an export written before the split has a `states` column: read as the evaluator's (Persona.states)
     encode=lambda r: _fields(r, background=_dumps), decode=lambda r: _fields(r, background=_loads),
 )
 ANSWER_KEY = Config(
@@ -143,7 +149,13 @@ DISTRACTORS = Config(
     DistractorLabel, True, _distractors_schema, encode=lambda r: r, decode=lambda r: r,
 )
 
-CONFIGS: tuple[Config, ...] = (INSTANCES, HISTORIES, PERSONAS, ANSWER_KEY, DISTRACTORS)
+PERSONA_STATES = Config(
+    "persona_states", "evaluator-only: each persona's transient states E with their dates (they decide the "
+    "state-driven slots and checkpoints, so they are answers)",
+    PersonaStates, True, _persona_states_schema, encode=lambda r: r, decode=lambda r: r,
+)
+
+CONFIGS: tuple[Config, ...] = (INSTANCES, HISTORIES, PERSONAS, ANSWER_KEY, DISTRACTORS, PERSONA_STATES)
 
 
 def parquet_path(config: str) -> str:

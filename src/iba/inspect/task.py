@@ -207,7 +207,7 @@ def iba_bench(
     """IBA-Bench on inspect.
 
     Args:
-        dataset: an IBA dataset folder, an `iba export hf` folder, or a Hugging Face hub id.
+        dataset: an IBA dataset folder, an `iba export hf` folder, or a Hugging Face hub id (hf:owner/name).
         agent: an agent spec as `iba run --agent` takes it: direct, rag, iba, iba-fc, iba?btda=false...
         limit: the first N selected instances.
         domains: only these domain ids (comma-separated or a list).
@@ -226,10 +226,17 @@ def iba_bench(
     """
     from iba import registry
     from iba.agents.base import parse_agent_spec
+    from iba.agents.references import OracleAgent
 
     ds = _load(dataset, cache_dir, answer_key)
     name, _ = parse_agent_spec(agent)
-    registry.resolve("agents", name)  # an unknown agent fails here, with the known ones listed
+    cls = registry.resolve("agents", name)  # an unknown agent fails here, with the known ones listed
+    if cls is OracleAgent:
+        raise ValueError("agent oracle: the oracle reference reads the answer key in iba's runner; run it with "
+                         "`iba run --agent oracle`")
+    if getattr(cls, "per_user", False):
+        raise ValueError(f"-T agent={agent}: a memory agent ingests each user once, which inspect's per-sample "
+                         "solver cannot do; run it with `iba run` (docs/memory_systems.md)")
     where = dict(cache_dir=cache_dir, answer_key=answer_key)
     scorers = [iba_slots(dataset, **where), iba_verifiers(dataset, **where)]
     if judges:

@@ -37,6 +37,7 @@ def resolve_backend(
     n_threads: int | None = None,
     max_in_flight_per_endpoint: int | None = None,
     max_in_flight: int | None = None,
+    sends: bool = True,
 ) -> Backend:
     """Build the backend for a model string such as 'local:qwen2.5-coder-0.5b' or 'openai:gpt-4o-mini'.
 
@@ -44,7 +45,8 @@ def resolve_backend(
     turns it off. Packaged GGUFs are assembled under $IBA_CACHE_DIR/models (~/.cache/iba/models).
     base_url: one server URL or several (replicas of the model: see iba.llm.endpoints), with
     max_in_flight_per_endpoint / max_in_flight bounding the requests in flight (None: the
-    backend's default).
+    backend's default). sends=False: the backend will send nothing (`iba run --batch` writes its
+    calls as request files), so a server backend needs no API key.
     """
     from iba import registry
 
@@ -60,6 +62,8 @@ def resolve_backend(
     # the bounds only when set: a third-party factory written before them need not accept them
     bounds = {k: v for k, v in (("max_in_flight_per_endpoint", max_in_flight_per_endpoint),
                                 ("max_in_flight", max_in_flight)) if v is not None}
+    if not sends:
+        bounds["sends"] = False
     return factory(
         rest,
         base_url=base_url,

@@ -37,6 +37,9 @@ class Completion(Strict):
     model: str = ""
     finish_reason: str | None = None
     cached: bool = False
+    # a batch result's own word on which model answered (its body's `model`), which may not be the one
+    # asked (`iba batch import` of another model's answers); None for calls answered directly
+    answered_by: str | None = None
 
     def usage(self) -> Usage:
         return Usage(llm_calls=1, prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,

@@ -3,7 +3,8 @@
 The key is the sha256 of everything that decides the reply: the model identity, the messages and
 every generation parameter (max_tokens, temperature, seed, json_schema, tools, tool_choice, stop).
 Only successful completions are stored; errors never are. A request that is meant to be random
-(temperature > 0 and no seed) is not cached, so repeated trials really differ.
+(temperature > 0 and no seed) is not cached, so repeated trials really differ. What is stored is
+scrubbed of the configured secrets first (llm.secrets): a reply that echoes a key is kept without it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from iba.llm.base import Completion
+from iba.llm.secrets import redact_stored
 
 # Bump when the meaning of a cached reply changes (e.g. how tool calls are produced).
 KEY_VERSION = "iba-llm-cache/1"
@@ -62,12 +64,12 @@ class ResponseCache:
         return comp.model_copy(update={"cached": True})
 
     def put(self, key: str, model: str, completion: Completion) -> None:
-        data = completion.model_copy(update={"cached": False}).model_dump_json()
+        data = redact_stored(completion.model_copy(update={"cached": False}).model_dump_json())
         with self._lock:
             # OR IGNORE: two processes racing on the same request keep the first answer.
             self._conn.execute(
                 "INSERT OR IGNORE INTO responses (key, model, completion, created) VALUES (?, ?, ?, ?)",
-                (key, model, data, time.time()),
+                (key, redact_stored(model), data, time.time()),
             )
 
     def __len__(self) -> int:

@@ -21,6 +21,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from iba.llm.base import LLMError
+from iba.llm.secrets import redact_stored
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -143,9 +144,9 @@ def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = 
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
+    """An error text without `secrets`, the configured ones (llm.secrets), URL credentials and
+    anything key-shaped."""
+    text = redact_stored(text, extra=tuple(secrets))
     return _KEY_SHAPED.sub(lambda m: m.group(1) + "-***", text)
 
 

@@ -4,6 +4,8 @@
   table4.md/.csv          per-domain scores (Table 4 shape), cells.csv with n and unscored per cell,
                           left_out.csv: instances outside the same-instance comparison, and why
   ci.md/.csv, paired.md/.csv  overall score with 95% bootstrap interval; paired differences
+  references.md/.csv      each system between the reference rows of its model: null -> system ->
+                          oracle, gain over null and gap to the oracle (when null or oracle rows ran)
   attribution.md/.csv     per checkpoint/slot: gold evidence kept x applied, and the retrieved ->
                           named -> applied funnel (with answer keys); attribution_targets.csv per target
   scenarios.md/.csv       per-scenario breakdown
@@ -25,6 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from iba.dataset import atomic_write_text
+from iba.llm.secrets import redact_stored
+
+
+def _write(path: Path, text: str) -> None:
+    """Every text file of a report, scrubbed of the configured secrets (records stored before the
+    store scrubbed them, dataset text, anything a reply echoed)."""
+    atomic_write_text(path, redact_stored(text))
 
 
 def build_report(
@@ -39,6 +48,7 @@ def build_report(
     from iba.report import analyses, plots, tables
     from iba.report.data import load_report_data
     from iba.report.html import render_page
+    from iba.report.references import reference_table
     from iba.report.table_value import records_to_csv
 
     out = Path(out_dir)
@@ -49,15 +59,18 @@ def build_report(
     agreement = analyses.agreement_table(data)
     if agreement is not None:
         all_tables.insert(len(all_tables) - 1, agreement)
+    refs = reference_table(data)
+    if refs is not None:
+        all_tables.insert(1, refs)  # after Table 4: the systems between their references
     for t in all_tables:
-        atomic_write_text(out / f"{t.name}.md", t.to_markdown())
-        atomic_write_text(out / f"{t.name}.csv", t.to_csv())
-    atomic_write_text(out / "cells.csv", records_to_csv(tables.table4_cells(data)))
+        _write(out / f"{t.name}.md", t.to_markdown())
+        _write(out / f"{t.name}.csv", t.to_csv())
+    _write(out / "cells.csv", records_to_csv(tables.table4_cells(data)))
     if any(t.name == "attribution" for t in all_tables):
         from iba.report.attribution import attribute, target_records
 
-        atomic_write_text(out / "attribution_targets.csv", records_to_csv(target_records(attribute(data))))
-    atomic_write_text(out / "left_out.csv", records_to_csv(data.left_out) if data.left_out
+        _write(out / "attribution_targets.csv", records_to_csv(target_records(attribute(data))))
+    _write(out / "left_out.csv", records_to_csv(data.left_out) if data.left_out
                       else "row,dataset,instance_id,why\n")
 
     series = [
@@ -72,7 +85,7 @@ def build_report(
     # fig4: Table 4's scores with the ci table's 95% bootstrap intervals (one rule: score_bars)
     domain_series, domain_ci = tables.score_bars(data)
     if data.compared:
-        atomic_write_text(out / "fig4_domains.csv", records_to_csv([
+        _write(out / "fig4_domains.csv", records_to_csv([
             {"row": label, "x": x, "value": v, "lo": domain_ci[label].get(x, (None, None))[0],
              "hi": domain_ci[label].get(x, (None, None))[1], "n": n}
             for label, pts in domain_series.items() for x, (v, n) in pts.items()]))
@@ -84,7 +97,7 @@ def build_report(
                         "(Table 4, ci table)", png))
     for name, caption, s, kind, xlabel in series:
         if s:
-            atomic_write_text(out / f"{name}.csv", records_to_csv(analyses.series_records(s)))
+            _write(out / f"{name}.csv", records_to_csv(analyses.series_records(s)))
         png = plots.line_plot(s, caption, xlabel) if kind == "line" else plots.bar_plot(s, caption)
         if png:
             figures.append((f"{name}.png", caption, png))
@@ -96,8 +109,12 @@ def build_report(
     # every LLM-judged figure sits beside its judge's calibration (iba judge-check) and a warning
     # when the judge passes known violations, was never checked, or also ran as an agent model
     notes = judge_notes(store_path, data.judge_scorers(), sorted({r.model for r in data.runs}))
-    atomic_write_text(out / "judges.md", "### Judges\n\n" + ("\n".join(f"- {n}" for n in notes) or "No LLM judges.") + "\n")
+    _write(out / "judges.md", "### Judges\n\n" + ("\n".join(f"- {n}" for n in notes) or "No LLM judges.") + "\n")
     md = ["# IBA report", ""]
+    md += [f"Dataset {did}: {dataset_line(ds.manifest)}." for did, ds in sorted(data.datasets.items())]
+    md += [""] if data.datasets else []
+    if data.samples:  # a sample is never mistaken for the whole benchmark
+        md += [f"**Sample:** {data.sample_note()}", ""]
     sandbox = sandbox_note(data.runs + data.qa_runs)
     if any(r.sandbox == "none" for r in data.runs + data.qa_runs):
         md += [f"**Warning:** {sandbox}.", ""]
@@ -105,14 +122,15 @@ def build_report(
     md += [t.to_markdown() for t in all_tables]
     md += ["### Judges", ""] + [f"- {n}" for n in notes] + [""]
     md += [f"![{caption}]({name})\n" for name, caption, _ in figures]
-    atomic_write_text(out / "report.md", "\n".join(md))
+    _write(out / "report.md", "\n".join(md))
 
     n_unscored = sum(1 for i in data.all_instances if i.score(data.judges) is None)
     n_failed = sum(1 for r in data.runs if r.status == "failed")
     summary = {
         "store": str(store_path),
         "runs": ", ".join(sorted({r.run for r in data.runs})) or "(none)",
-        "datasets": ", ".join(sorted(data.datasets)) or "(none given: no answer keys, no analyses)",
+        "datasets": "; ".join(f"{did}: {dataset_line(ds.manifest)}" for did, ds in sorted(data.datasets.items()))
+                    or "(none given: no answer keys, no analyses)",
         "judges": ", ".join(j.removeprefix("judge:") for j in data.judge_scorers()) or "(none)",
         "task runs": f"{len(data.runs)} ({n_failed} failed by the agent, scored 0; "
                      f"{sum(r.status == 'errored' for r in data.runs)} errored, unscored)",
@@ -120,13 +138,30 @@ def build_report(
         "QA runs": len(data.qa_runs),
         "instances unscored": f"{n_unscored} of {len(data.all_instances)}",
         "compared": data.left_out_note(),
+        "sample": data.sample_note() or "none recorded (no `iba run --sample` in this store)",
+        "references": reference_note(data),
         "judge checks": " | ".join(notes) or "(no LLM judges)",
         "scores": "x100; instance score = slot mean (CallAPI) or the mean over judges of each judge's "
                   "mean over repeats of its checkpoint mean (Generate)",
     }
     html = out / "report.html"
-    atomic_write_text(html, render_page(data, all_tables, figures, title="IBA report", summary=summary))
+    _write(html, render_page(data, all_tables, figures, title="IBA report", summary=summary))
     return html
+
+
+def dataset_line(m) -> str:
+    """What a dataset is, as a report header says it: generator and its version, writer, seed."""
+    version = f"generator version {m.generator_version}" if m.generator_version is not None else "no generator version"
+    return f"{m.generator} ({version}, writer {m.writer}, seed {m.seed}, taxonomy {m.taxonomy_version})"
+
+
+def reference_note(data) -> str:
+    """Which rows are references (not systems), for the page's header."""
+    refs = [r.label for r in data.rows if r.reference]
+    if not refs:
+        return "none (run `--agent null --agent oracle` beside a system for its floor and ceiling)"
+    return ("; ".join(refs) + ". Reference rows are the direct prompt on no history, the history that fits the "
+            "context window, or the instance's gold evidence turns; they are not systems and are never ranked")
 
 
 def sandbox_note(runs: Sequence) -> str:

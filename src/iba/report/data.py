@@ -13,12 +13,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from iba.agents.base import agent_uses_model
+from iba.agents.references import REFERENCES, reference_of, row_order
 from iba.dataset import Dataset
 from iba.eval.aggregate import instance_score, mean, task_kind
 from iba.eval.qa import split_qa_id
 from iba.dataset import dataset_id
+from iba.report.table_value import REFERENCE_MARK
+from iba.run.sample import Sample
 from iba.run.store import Store
-from iba.types import AnswerKey, RunRecord, ScoreRecord, TaskView
+from iba.types import AnswerKey, IngestRecord, RunRecord, ScoreRecord, TaskView
 
 
 def domain_names() -> tuple[list[str], dict[str, str]]:
@@ -48,9 +52,17 @@ class RowKey:
     unsandboxed: bool = field(default=False, compare=False)
 
     @property
+    def reference(self) -> str | None:
+        """'null', 'direct' or 'oracle' for a reference row (agents/references.py), None for a system."""
+        return reference_of(self.agent)
+
+    @property
     def label(self) -> str:
-        base = f"{self.agent} ({self.model})"
+        # an agent that brings its own model (external) is not labelled with the run's --model
+        base = f"{self.agent} ({self.model if agent_uses_model(self.agent) else 'own model'})"
         base = f"{self.run}: {base}" if self.run else base
+        if self.reference:  # REFERENCE_MARK: tables rank without it, the page and plots set it apart
+            base = f"{base} {REFERENCE_MARK}{REFERENCES[self.reference]}]"
         return f"{base} [unsandboxed]" if self.unsandboxed else base
 
 
@@ -88,6 +100,18 @@ class ReportData:
     judges: list[str] | None = None  # judge model ids to count; None = all stored
     domain_order: list[str] = field(default_factory=list)
     domain_short: dict[str, str] = field(default_factory=dict)
+    samples: dict[str, Sample] = field(default_factory=dict)  # dataset id -> the store's `iba run --sample`
+
+    def sample_note(self) -> str:
+        """A sentence saying the runs are a sample (and which), empty when none was recorded."""
+        return " ".join(f"Runs on {did} are {s.describe()} (`{s.command or 'iba run ' + s.command_options()}`), not the whole "
+                        f"benchmark of {s.dataset_instances}." for did, s in sorted(self.samples.items()))
+    # memory agents' ingests (one per dataset, user, agent, model, trial): the cost of remembering
+    ingests: list[IngestRecord] = field(default_factory=list)
+
+    def ingests_of(self, row: RowKey) -> list[IngestRecord]:
+        """The ingest records of a row's memory agent (none for other agents)."""
+        return [i for i in self.ingests if i.agent == row.agent and i.model == row.model and row.run in ("", i.run)]
 
     @cached_property
     def row_keys(self) -> dict[str, RowKey]:
@@ -106,10 +130,12 @@ class ReportData:
 
     @cached_property
     def rows(self) -> list[RowKey]:
+        """In order of appearance, with the reference rows apart: null first, then the systems,
+        then direct (full context) and the oracle, so a table reads floor -> systems -> ceiling."""
         seen: dict[RowKey, None] = {}
         for r in self.runs:
             seen.setdefault(self.row_keys[r.key], None)
-        return list(seen)
+        return sorted(seen, key=lambda row: row_order(row.agent))
 
     @cached_property
     def instances(self) -> list[Instance]:
@@ -136,14 +162,22 @@ class ReportData:
         """The instances every table compares: those that *every* row has a score for (the
         intersection), so no row's mean is over an easier or smaller set than another's. An agent's
         own failures are scored 0 and stay in; errored (infrastructure) and unscored instances, and
-        instances a row never ran, leave the comparison for every row: see `left_out`."""
-        rows = {i.row for i in self.all_instances}
+        instances a row never ran, leave the comparison for every row: see `left_out`. A row with no
+        scored instance at all (its scoring not done yet, every run errored) would empty the
+        comparison for everyone: it is left out instead, and named (`rows_left_out`)."""
+        rows = {i.row for i in self.all_instances} - set(self.rows_left_out)
         scored: dict[tuple[str, str], set[RowKey]] = defaultdict(set)
         for i in self.all_instances:
             if i.score(self.judges) is not None:
                 scored[(i.dataset, i.instance_id)].add(i.row)
-        common = {k for k, have in scored.items() if have == rows}
-        return [i for i in self.all_instances if (i.dataset, i.instance_id) in common]
+        common = {k for k, have in scored.items() if have >= rows} if rows else set()
+        return [i for i in self.all_instances if (i.dataset, i.instance_id) in common and i.row in rows]
+
+    @cached_property
+    def rows_left_out(self) -> list[RowKey]:
+        """Rows without a single scored instance: outside the comparison, so the others keep theirs."""
+        scored = {i.row for i in self.all_instances if i.score(self.judges) is not None}
+        return [r for r in self.rows if r not in scored]
 
     @cached_property
     def left_out(self) -> list[dict]:
@@ -156,7 +190,7 @@ class ReportData:
         ids = sorted({(i.dataset, i.instance_id) for i in self.all_instances} - kept)
         out = []
         for ds, iid in ids:
-            for row in self.rows:
+            for row in [r for r in self.rows if r not in self.rows_left_out]:
                 inst = have.get((row, ds, iid))
                 if inst is None:
                     why = "not run"
@@ -174,8 +208,16 @@ class ReportData:
     def left_out_note(self) -> str:
         """A sentence for table notes: n compared, and what was left out and why."""
         n = len({(i.dataset, i.instance_id) for i in self.compared})
+        if not self.rows:
+            return "No task runs."
+        gone = ""
+        if self.rows_left_out:
+            gone = (" Left out, with no scored instance yet (errored, unscored or not scored: `iba score`): "
+                    + "; ".join(r.label for r in self.rows_left_out) + ".")
+            if len(self.rows_left_out) == len(self.rows):
+                return "No task runs scored yet." + gone
         if not self.left_out:
-            return f"All rows compared on the same {n} instance(s)."
+            return f"All rows compared on the same {n} instance(s)." + gone
         counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for x in self.left_out:
             if x["why"] != "another row":
@@ -184,7 +226,7 @@ class ReportData:
         parts = "; ".join(f"{row}: " + ", ".join(f"{c} {w}" for w, c in sorted(ws.items()))
                           for row, ws in counts.items())
         return (f"All rows compared on the same {n} instance(s); {total} left out for every row "
-                f"({parts}; listed in left_out.csv).")
+                f"({parts}; listed in left_out.csv).{gone}")
 
     def domains(self) -> list[str]:
         """Domains present, in the paper's order, then any others alphabetically."""
@@ -219,11 +261,14 @@ def load_report_data(
         for s in store.scores():
             if s.run_key in wanted_keys:
                 scores[s.run_key].append(s)
+        samples = store.samples()
+        ingests = [i for name in names for i in store.ingests(name)]
     task_runs = [r for r in records if split_qa_id(r.instance_id)[1] is None]
     qa_runs = [r for r in records if split_qa_id(r.instance_id)[1] is not None]
     order, short = domain_names()
     data = ReportData(task_runs, qa_runs, dict(scores), judges=list(judges) if judges else None,
-                      domain_order=order, domain_short=short)
+                      domain_order=order, domain_short=short, ingests=ingests,
+                      samples={d: s for d, s in samples.items() if d in {r.dataset for r in records}})
     for i, d in enumerate(dataset_dirs):
         ds = Dataset(d, answer_key=answer_keys[i] if answer_keys else None)
         did = dataset_id(ds)

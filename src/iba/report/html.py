@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from iba.report.data import Instance, ReportData
-from iba.report.table_value import Table, fmt
+from iba.report.table_value import Table, fmt, is_reference
 from iba.types import AnswerKey, RunRecord, ScoreRecord, Turn
 
 HISTORY_WINDOW = 2  # turns shown before and after each gold evidence turn
@@ -44,6 +44,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f3f5f8;border:1px sol
 .turn .who{color:#5b6572;font-size:11px} .gap{color:#8b949e;font-size:11px;margin:4px 0 4px 12px}
 .tag{display:inline-block;font-size:11px;padding:0 5px;border-radius:3px;background:#e1e5ea;margin-left:4px}
 .kv{color:#5b6572;font-size:12px}
+tr.reference>*{background:#f1f1f4;color:#4a5058;font-style:italic} tr.reference>th:first-child{border-left:3px solid #7a7f87}
 """
 
 
@@ -76,7 +77,8 @@ def table_html(t: Table, table_id: str | None = None) -> str:
             tag = "th" if j == 0 else "td"
             attr = f' class="{" ".join(cls)}"' if cls else ""
             cells.append(f"<{tag}{attr}>{escape(t.text(v))}</{tag}>")
-        out.append("<tr>" + "".join(cells) + "</tr>")
+        ref = ' class="reference" title="a reference row, not a system"' if is_reference(row[0]) else ""
+        out.append(f"<tr{ref}>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     if t.note:
         out.append(f'<p class="note">{escape(t.note)}</p>')

@@ -16,6 +16,7 @@ matplotlib.use("Agg")  # before pyplot: reports are written on headless machines
 import matplotlib.pyplot as plt  # noqa: E402
 
 from iba.report.analyses import Series  # noqa: E402
+from iba.report.table_value import is_reference  # noqa: E402
 
 _STYLE = {"figure.dpi": 110, "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
           "grid.alpha": 0.3, "font.size": 9, "legend.fontsize": 7}
@@ -43,7 +44,8 @@ def line_plot(series: Series, title: str, xlabel: str, ylabel: str = "score (x10
         fig, ax = plt.subplots(figsize=(6.0, 3.6))
         for label, pts in series.items():
             ys = [pts.get(x, (None, 0))[0] for x in xs]
-            ax.plot(range(len(xs)), [float("nan") if y is None else y for y in ys], marker="o", label=label)
+            ax.plot(range(len(xs)), [float("nan") if y is None else y for y in ys], marker="o", label=label,
+                    linestyle="--" if is_reference(label) else "-")  # a reference row is drawn apart
         ax.set_xticks(range(len(xs)), xs)
         ax.set(title=title, xlabel=xlabel, ylabel=ylabel, ylim=(0, 105))
         ax.legend(loc="best")
@@ -67,7 +69,8 @@ def bar_plot(series: Series, title: str, xlabel: str = "", ylabel: str = "score 
         for j, (label, pts) in enumerate(series.items()):
             ys = [pts.get(x, (None, 0))[0] for x in xs]
             pos = [i - 0.4 + width * (j + 0.5) for i in range(len(xs))]
-            bars = ax.bar(pos, [0 if y is None else y for y in ys], width=width, label=label)
+            bars = ax.bar(pos, [0 if y is None else y for y in ys], width=width, label=label,
+                          hatch="///" if is_reference(label) else None)  # a reference row is drawn apart
             for x, p, b, y in zip(xs, pos, bars, ys):
                 if y is None:
                     continue

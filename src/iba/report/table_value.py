@@ -13,6 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DASH = "\u2013"
+# what a reference row's label carries (report.data.RowKey.label): "null (m) [reference: no history]"
+REFERENCE_MARK = "[reference: "
+
+
+def is_reference(label: Any) -> bool:
+    """Whether a row label (or a column naming a row) is a reference row's."""
+    return isinstance(label, str) and REFERENCE_MARK in label
 
 
 @dataclass(frozen=True)
@@ -104,12 +111,14 @@ class Table:
         return buf.getvalue()
 
     def ranks(self, col: int) -> dict[int, int]:
-        """row index -> 1 (best) or 2 (second) for a ranked column; ties share a rank."""
-        vals = sorted({v for r in self.rows if (v := sort_value(r[col])) is not None}, reverse=True)
+        """row index -> 1 (best) or 2 (second) for a ranked column; ties share a rank. Reference rows
+        are not ranked (an oracle is no winner)."""
+        ranked = [(i, r) for i, r in enumerate(self.rows) if not is_reference(r[0])]
+        vals = sorted({v for _, r in ranked if (v := sort_value(r[col])) is not None}, reverse=True)
         # compare at the printed precision, so two cells that print the same rank the same
         shown = sorted({round(v, 1) for v in vals}, reverse=True)[:2]
         out = {}
-        for i, r in enumerate(self.rows):
+        for i, r in ranked:
             v = sort_value(r[col])
             if v is not None and round(v, 1) in shown:
                 out[i] = shown.index(round(v, 1)) + 1

@@ -25,6 +25,7 @@ import numpy as np
 
 from iba.retrieval.passage import Passage
 from iba.retrieval.salience import SIGNAL_POINTS, text_signal
+from iba.retrieval.vector import one_blas_thread
 from iba.types import Turn
 
 CUT = "\u2026"  # marks words a view left out of a turn
@@ -129,7 +130,8 @@ def similarities(items: list[ViewItem], queries: Sequence[str], encode: Callable
         return None
     # a user turn is embedded as the turn index embeds it ("user: words"), so its vector is usually stored already
     vecs = encode(list(queries) + [f"user: {it.text}" for it in items])
-    return vecs[len(queries):] @ vecs[: len(queries)].T
+    with one_blas_thread():
+        return vecs[len(queries):] @ vecs[: len(queries)].T
 
 
 def with_similarity(items: list[ViewItem], queries: Sequence[str], encode: Callable[[list[str]], np.ndarray] | None,

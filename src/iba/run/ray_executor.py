@@ -45,6 +45,7 @@ from iba.run.runner import (
     run_one,
     selection_debt,
 )
+from iba.run.oracle import reads_key
 from iba.run.store import Store
 from iba.types import RunRecord, TaskView, Turn
 
@@ -172,13 +173,19 @@ async def run_dataset_ray(
     loads in the driver only if it judges); `recipe` builds each worker's own."""
     options = options or RayOptions()
     ray = import_ray()  # before any work: a missing extra is a one-line error, not a half-done run
-    plan = await plan_run(ds, backend.model_id, store, cfg, judges=judges)
-    summary = plan.summary
     # the workers' datasets have no held-back key path: the driver names every hidden file for them
     cfg = dataclasses.replace(cfg, hidden=hidden_paths(ds, cfg))
     for spec in cfg.agents:  # fail fast on a bad agent spec, in the driver, before any worker starts
-        make_agent(spec, AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed),
-                   cfg.hidden)
+        agent = make_agent(spec, AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder,
+                                          seed=cfg.seed), cfg.hidden)
+        if reads_key(agent):  # workers never open the key; one call per item needs no cluster
+            raise RayError(f"agent {spec}: the oracle reference reads the answer key in the runner; run it with "
+                           "--executor local")
+        if getattr(agent, "per_user", False):  # a memory agent: one session per user, not per item
+            raise RayError(f"--agent {spec}: memory agents run user by user with the local executor; "
+                           "run them without --executor ray (docs/memory_systems.md)")
+    plan = await plan_run(ds, backend.model_id, store, cfg, judges=judges)
+    summary = plan.summary
     bar = progress_bar(plan, cfg)
     started = False
     actors: list[Any] = []

@@ -26,6 +26,8 @@ from iba.eval.qa import SEPARATOR, qa_prompt
 from iba.eval.scoring import score_record
 from iba.llm.base import Backend, CallDeferred
 from iba.run.failures import classify
+from iba.run.oracle import history_for
+from iba.run.sample import Sample, bind_sample, draw_sample, make_sample
 from iba.run.store import Store
 from iba.taxonomy import scenario_api
 from iba.types import Action, AnswerKey, QAProbe, RunRecord, TaskView, Turn, Usage, stable_hash
@@ -43,6 +45,7 @@ class RunConfig:
     limit: int | None = None
     domains: list[str] | None = None
     scenarios: list[str] | None = None
+    users: list[str] | None = None  # only these users' instances
     instance_ids: list[str] | None = None  # only these instances, in this order (a fixed sample)
     qa: bool = False  # also ask each instance's QA probes (knowledge-to-action gap)
     qa_per_instance: int | None = None  # at most this many probes per instance (None: all)
@@ -54,6 +57,8 @@ class RunConfig:
     progress: bool = True
     retry_errored: bool = False  # drop this selection's errored records first, so they run again
     hidden: tuple[str, ...] = ()  # more files no agent may be shown (Agent.hide), beside the dataset's own
+    sample: int | None = None  # `--sample N`: a stratified sample of N of the selected instances (run/sample.py)
+    sample_seed: int = 0
 
 
 @dataclass
@@ -76,6 +81,11 @@ class RunSummary:
     # `iba run --batch`: items whose action or scoring stopped at a call that awaits its batch answer
     # (not stored, or stored unscored; the next run with the answers goes on from there)
     deferred: int = 0
+    notes: list[str] = field(default_factory=list)  # lines for the user (a sample recorded)
+    # memory agents (run/memory_runner.py): users ingested by this run, and what their memories
+    # reported ingesting cost (the acts' cost is in `usage`, as every agent's)
+    ingests: int = 0
+    ingest_usage: Usage = field(default_factory=Usage)
 
 
 def run_key(dataset: str, instance_id: str, agent: str, model: str, trial: int) -> str:
@@ -197,7 +207,8 @@ def errored_record(spec: str, task: TaskView, *, dataset: str, model: str, trial
     )
 
 
-def select_instances(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
+def instance_pool(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
+    """The instances the selection options (ids, --domain, --scenario) allow, before --sample/--limit."""
     items = ds.instances
     if cfg.instance_ids is not None:
         by_id = {t.instance_id: t for t in items}
@@ -209,7 +220,25 @@ def select_instances(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
         items = [t for t in items if t.domain in cfg.domains]
     if cfg.scenarios:
         items = [t for t in items if t.scenario in cfg.scenarios]
+    if cfg.users:
+        items = [t for t in items if t.user_id in cfg.users]
+    return items
+
+
+def select_instances(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
+    items = instance_pool(ds, cfg)
+    if cfg.sample is not None:
+        items = draw_sample(items, cfg.sample, cfg.sample_seed)
     return items[: cfg.limit] if cfg.limit else items
+
+
+def run_sample(ds: Dataset, cfg: RunConfig) -> Sample | None:
+    """The record of `cfg`'s sample (None without --sample)."""
+    if cfg.sample is None:
+        return None
+    return make_sample(instance_pool(ds, cfg), cfg.sample, cfg.sample_seed, dataset=dataset_id(ds),
+                       dataset_instances=len(ds.instances),
+                       filters={"domain": cfg.domains or [], "scenario": cfg.scenarios or [], "user": cfg.users or []})
 
 
 @dataclass
@@ -290,17 +319,23 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
     records that lack scores scored now. Every executor starts here, so their keys are the same."""
     did = dataset_id(ds)
     tasks = select_instances(ds, cfg)
-    if ds.held_back and cfg.qa:
-        raise ValueError("--qa needs the QA probes of the answer key before the agents run, and a held-back "
-                         "key (--answer-key) is not opened before then; run --qa without --answer-key")
+    # one selection per dataset and store: a sample's tables never take in other results (run/sample.py)
+    sample_note = bind_sample(store, did, run_sample(ds, cfg), [t.instance_id for t in tasks])
     keys: Mapping[str, AnswerKey] = {}
     if ds.held_back and cfg.score:
         keys = KeysOnDemand(ds)
     elif cfg.qa or cfg.score:
         keys = ds.answer_keys()
     by_id = {t.instance_id: t for t in ds.instances}
-    summary = RunSummary()
+    summary = RunSummary(notes=[sample_note] if sample_note else [])
     t_start = time.perf_counter()
+
+    # a held-back key is opened for an item only once its agents have finished: its QA probes (in the
+    # key) are planned only for items whose every task run is stored, a later pass (iba run --qa
+    # runs the tasks first); the others get theirs when a rerun finds their tasks done
+    done = {t.instance_id for t in tasks if all(store.has_run(run_key(did, t.instance_id, s, model, tr))
+                                                for s in cfg.agents for tr in range(cfg.trials))} \
+        if ds.held_back and cfg.qa else None
 
     # (agent spec, task, trial) work items, QA probes after their task
     work: list[tuple[str, TaskView, int]] = []
@@ -308,7 +343,7 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
         for task in tasks:
             for trial in range(cfg.trials):
                 work.append((spec, task, trial))
-                if cfg.qa:
+                if cfg.qa and (done is None or task.instance_id in done):
                     for probe in keys[task.instance_id].qa[: cfg.qa_per_instance]:
                         work.append((spec, qa_task(task, probe), trial))
     summary.planned = len(work)
@@ -410,6 +445,11 @@ async def run_dataset(
 
     for spec in cfg.agents:  # fail fast on a bad agent spec, before any model work
         agent_for(spec, 0)
+    # memory agents run user by user, ingesting each history once (their own small code path)
+    from iba.run import memory_runner
+
+    memory_runner.check_tasks(ds, select_instances(ds, cfg), cfg.agents, agent_for)
+    todo, groups = memory_runner.split(plan.todo, agent_for)
 
     histories: dict[str, list[Turn]] = {}
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
@@ -424,8 +464,9 @@ async def run_dataset(
                 task = item.task
                 if task.user_id not in histories:
                     histories[task.user_id] = ds.history(task.user_id)
+                agent = agent_for(item.spec, item.trial)
                 rec = await run_one(
-                    agent_for(item.spec, item.trial), item.spec, task, histories[task.user_id],
+                    agent, item.spec, task, history_for(agent, ds, task, histories[task.user_id], plan.keys),
                     dataset=plan.dataset, model=backend.model_id, trial=item.trial, cfg=cfg,
                 )
                 await finish(plan, rec, store, cfg, bar, judges=judges)
@@ -435,7 +476,9 @@ async def run_dataset(
                 store.release(item.key)
 
     try:
-        await asyncio.gather(*(one(item) for item in plan.todo))
+        await asyncio.gather(*(one(item) for item in todo),
+                             *(memory_runner.run_group(g, agent_for(g.spec, g.trial), ds, plan=plan, store=store,  # type: ignore[arg-type]
+                                                       cfg=cfg, bar=bar, sem=sem, judges=judges) for g in groups))
     finally:
         bar.close()
     selection_debt(plan, store)

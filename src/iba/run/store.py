@@ -6,7 +6,8 @@ without re-running agents. Rows are not updated in place: a key already present 
 exceptions, each an infrastructure fault or an explicit request: `--retry-errored` drops errored
 runs, a score whose judge call failed is replaced when judged again, and `iba score --rescore`
 replaces the scores it recomputes.
-WAL mode lets a report read while a run writes.
+WAL mode lets a report read while a run writes. Every record is scrubbed of the configured secrets
+before it is written (llm.secrets.redact_stored: keys, URL credentials a reply may have echoed).
 
 `claims` lets several `iba run` processes share one store without doing the same work twice: a
 process claims a key before it runs it and drops the claim once the record is stored. A claim whose
@@ -25,7 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from iba.eval.judge_check import JudgeCheckResult
-from iba.types import RunRecord, ScoreRecord
+from iba.llm.secrets import redact_stored
+from iba.eval.qa import split_qa_id
+from iba.run.sample import Sample
+from iba.types import IngestRecord, RunRecord, ScoreRecord
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -144,8 +148,8 @@ class Store:
         with self._lock, self._db:
             cur = self._db.execute(
                 "INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
-                (rec.key, rec.run, rec.dataset, rec.instance_id, rec.agent, rec.model, rec.trial,
-                 rec.status, rec.model_dump_json()),
+                (rec.key, rec.run, rec.dataset, rec.instance_id, redact_stored(rec.agent), rec.model, rec.trial,
+                 rec.status, redact_stored(rec.model_dump_json())),
             )
             return cur.rowcount == 1
 
@@ -216,7 +220,7 @@ class Store:
         """Insert; a stored record for the same (run key, scorer, repeat) is kept (False), unless it
         is errored (a judge fault is judged again, the second exception to append-only) or
         `replace` (`iba score --rescore`: judged again on purpose)."""
-        row = (rec.run_key, rec.scorer, rec.repeat, rec.model_dump_json())
+        row = (rec.run_key, rec.scorer, rec.repeat, redact_stored(rec.model_dump_json()))
         with self._lock, self._db:
             if replace:
                 self._db.execute("INSERT OR REPLACE INTO scores VALUES (?,?,?,?)", row)
@@ -250,6 +254,55 @@ class Store:
         for (text,) in rows:
             yield ScoreRecord.model_validate_json(text)
 
+    # ---------------------------------------------------------------- ingests (memory agents)
+    _INGESTS_SCHEMA = """
+    CREATE TABLE IF NOT EXISTS ingests (
+        key TEXT PRIMARY KEY,
+        run TEXT NOT NULL,
+        dataset TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        model TEXT NOT NULL,
+        trial INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        record TEXT NOT NULL
+    );
+    """
+
+    def _ensure_ingests(self) -> None:
+        with self._lock:
+            self._db.executescript(self._INGESTS_SCHEMA)
+
+    def put_ingest(self, rec: IngestRecord) -> IngestRecord:
+        """Store the ingest of `rec.key`, replacing an earlier one (the user was ingested again);
+        returns the record as stored, its `attempts` counting the earlier ones."""
+        self._ensure_ingests()
+        with self._lock, self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            row = self._db.execute("SELECT record FROM ingests WHERE key=?", (rec.key,)).fetchone()
+            if row is not None:
+                rec = rec.model_copy(update={"attempts": IngestRecord.model_validate_json(row[0]).attempts + 1})
+            self._db.execute("INSERT OR REPLACE INTO ingests VALUES (?,?,?,?,?,?,?,?,?)",
+                             (rec.key, rec.run, rec.dataset, rec.user_id, redact_stored(rec.agent), rec.model,
+                              rec.trial, rec.status, redact_stored(rec.model_dump_json())))
+        return rec
+
+    def get_ingest(self, key: str) -> IngestRecord | None:
+        self._ensure_ingests()
+        with self._lock:
+            row = self._db.execute("SELECT record FROM ingests WHERE key=?", (key,)).fetchone()
+        return IngestRecord.model_validate_json(row[0]) if row else None
+
+    def ingests(self, run: str | None = None) -> list[IngestRecord]:
+        """Stored IngestRecords (of one run name if given), oldest first."""
+        self._ensure_ingests()
+        sql, args = "SELECT record FROM ingests", ()
+        if run is not None:
+            sql, args = sql + " WHERE run=?", (run,)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
+        return [IngestRecord.model_validate_json(text) for (text,) in rows]
+
     # ---------------------------------------------------------------- judge checks (iba judge-check)
     _JUDGE_CHECKS_SCHEMA = """
     CREATE TABLE IF NOT EXISTS judge_checks (
@@ -272,7 +325,8 @@ class Store:
         with self._lock, self._db:
             cur = self._db.execute(
                 "INSERT OR IGNORE INTO judge_checks VALUES (?,?,?,?,?)",
-                (result.judge, result.case_set_hash, result.prompt_hash, result.created_at, result.model_dump_json()),
+                (result.judge, result.case_set_hash, result.prompt_hash, result.created_at,
+                 redact_stored(result.model_dump_json())),
             )
             return cur.rowcount == 1
 
@@ -285,3 +339,41 @@ class Store:
         with self._lock:
             rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
         return [JudgeCheckResult.model_validate_json(text) for (text,) in rows]
+
+    # ---------------------------------------------------------------- samples (iba run --sample)
+    _SAMPLES_SCHEMA = """
+    CREATE TABLE IF NOT EXISTS samples (
+        dataset TEXT PRIMARY KEY,
+        record TEXT NOT NULL
+    );
+    """
+
+    def _ensure_samples(self) -> None:
+        with self._lock:
+            self._db.executescript(self._SAMPLES_SCHEMA)
+
+    def get_sample(self, dataset: str) -> Sample | None:
+        """The sample this store's runs on `dataset` were drawn as (run.sample.bind_sample), if any."""
+        self._ensure_samples()
+        with self._lock:
+            row = self._db.execute("SELECT record FROM samples WHERE dataset=?", (dataset,)).fetchone()
+        return Sample.model_validate_json(row[0]) if row else None
+
+    def samples(self) -> dict[str, Sample]:
+        """Dataset id -> its recorded sample."""
+        self._ensure_samples()
+        with self._lock:
+            rows = self._db.execute("SELECT dataset, record FROM samples ORDER BY dataset").fetchall()
+        return {d: Sample.model_validate_json(text) for d, text in rows}
+
+    def put_sample(self, sample: Sample) -> None:
+        """Record (or replace: bind_sample decides when that is allowed) the sample of its dataset."""
+        self._ensure_samples()
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO samples VALUES (?,?)", (sample.dataset, sample.model_dump_json()))
+
+    def instance_ids(self, dataset: str) -> set[str]:
+        """The instances (QA probes counted as their task's) this store holds records of on `dataset`."""
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT instance_id FROM runs WHERE dataset=?", (dataset,)).fetchall()
+        return {split_qa_id(i)[0] for (i,) in rows}

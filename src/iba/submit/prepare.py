@@ -1,10 +1,12 @@
 """Build a Submission from a result store and the dataset its runs were on.
 
-Each entry is one row of the report (agent spec x model x run): its instance scores (mean over
-trials, as in Table 4) over the instances it scored, per domain and overall, with the report's
-bootstrap intervals; pass^k as in tau-bench (share of instances whose first k trials all score 1.0);
-the agent's and the judges' tokens; the instances it has no score for; and the prompt templates
-whose hash is not the one this iba ships.
+Each entry is one row of the report (agent spec x model x run): every stored trial of every
+instance it ran, as a per-instance result (each scorer's verdicts and score, the trial score,
+tokens, wall time); then the aggregates, computed from those results by iba.submit.recompute (the
+rule `iba submit validate` checks them by): results per domain and overall with the report's
+bootstrap intervals, pass^k, counts, cost. The entry's sample is what was run: the full dataset,
+or the subset of instances run (named by id). Only the judges that count (`judges`, default all
+stored) enter the results.
 """
 
 from __future__ import annotations
@@ -16,34 +18,40 @@ from pathlib import Path
 from typing import Any
 
 from iba import __version__, prompts
-from iba.dataset import Dataset
+from iba.agents.references import row_order
+from iba.dataset import Dataset, dataset_id
 from iba.eval.panel import JUDGE_PREFIX
 from iba.report.data import Instance, load_report_data
-from iba.report.intervals import bootstrap_ci
-from iba.dataset import dataset_id
 from iba.run.store import Store
-from iba.submit.schema import (OVERALL, Contact, Cost, Counts, DatasetInfo, Entry, Judge, JudgeCheck, Reference,
-                               Result, Submission, TellAudit, Usage, Verification)
+from iba.submit import recompute
+from iba.submit.schema import (Contact, Cost, DatasetInfo, Entry, FeatureAudit, IngestCost, InstanceResult, Judge,
+                               JudgeCheck, Reference, SampleInfo, ScorerResult, Submission, TellAudit, Usage,
+                               Verification)
 
 
-def _result(scores: list[float]) -> Result:
-    ci = bootstrap_ci(scores)
-    if ci is None:
-        return Result(score=None, n=0)
-    return Result(score=round(100 * ci.mean, 2), ci=(round(100 * ci.lo, 2), round(100 * ci.hi, 2)), n=ci.n)
-
-
-def _tells(ds: Dataset) -> TellAudit | None:
+def _stats(ds: Dataset) -> dict[str, Any] | None:
     stats_path = ds.root / "stats.json"
-    stats: dict[str, Any] | None = None
     if stats_path.exists():
-        stats = json.loads(stats_path.read_text(encoding="utf-8"))
-    elif not ds.held_back and ds.answer_key_path.exists():
+        return json.loads(stats_path.read_text(encoding="utf-8"))
+    if not ds.held_back and ds.answer_key_path.exists():
         from iba.construct.stats import compute_stats
 
-        stats = compute_stats(ds.root)
-    tells = (stats or {}).get("tells")
-    return TellAudit.model_validate(tells) if tells else None
+        return compute_stats(ds.root)
+    return None
+
+
+def tell_audit(stats: dict[str, Any]) -> TellAudit | None:
+    """The lexical tell audit of stats.json (README's meaning of the name), or why it was not run."""
+    if "tell_audit" not in stats:
+        return TellAudit(run=False, reason="not run (`iba stats --no-audit`)") if stats else None
+    audit = stats["tell_audit"]
+    c = audit.get("classifier") or {}
+    if not c.get("available"):
+        return TellAudit(run=False, reason=c.get("reason") or "no classifier result", seed=audit.get("seed"))
+    return TellAudit(run=True, seed=audit.get("seed"),
+                     **{k: c.get(k) for k in ("train_personas", "test_personas", "test_user_turns", "test_evidence_turns",
+                                              "precision_at_n", "evidence_share", "auc_evidence_vs_distractors",
+                                              "auc_evidence_vs_rest")})
 
 
 def dataset_info(ds: Dataset) -> DatasetInfo:
@@ -51,9 +59,13 @@ def dataset_info(ds: Dataset) -> DatasetInfo:
     per_domain: dict[str, int] = defaultdict(int)
     for t in ds.instances:
         per_domain[t.domain] += 1
-    return DatasetInfo(name=m.name, id=dataset_id(ds), format=m.format, generator=m.generator, writer=m.writer,
-                       seed=m.seed, taxonomy_version=m.taxonomy_version, created_by=m.created_by,
-                       instances=len(ds.instances), per_domain=dict(per_domain), tell_audit=_tells(ds))
+    stats = _stats(ds) or {}
+    tells = stats.get("tells")
+    return DatasetInfo(name=m.name, id=dataset_id(ds), format=m.format, generator=m.generator,
+                       generator_version=m.generator_version, writer=m.writer, seed=m.seed,
+                       taxonomy_version=m.taxonomy_version, created_by=m.created_by, instances=len(ds.instances),
+                       per_domain=dict(per_domain), tell_audit=tell_audit(stats),
+                       feature_audit=FeatureAudit.model_validate(tells) if tells else None)
 
 
 def _modified(hashes: dict[str, str]) -> list[str]:
@@ -61,20 +73,37 @@ def _modified(hashes: dict[str, str]) -> list[str]:
     return sorted(name for name, h in hashes.items() if name not in shipped or prompts.template_hash(name) != h)
 
 
-def _pass_k(insts: list[Instance], trials: int, judges: list[str] | None) -> dict[str, float] | None:
-    if trials <= 1:
-        return None
-    out = {}
-    for k in range(1, trials + 1):
-        ok = [all(i.trial_score(r, judges) == 1.0 for r in i.trials[:k]) for i in insts if len(i.trials) >= trials]
-        out[str(k)] = round(100 * sum(ok) / len(ok), 2) if ok else 0.0
+def _usage(u: Any) -> Usage:
+    return Usage(llm_calls=u.llm_calls, prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens)
+
+
+def instance_results(inst: Instance, judges: list[str] | None) -> list[InstanceResult]:
+    """Every stored trial of one instance of a row, with the scorers that count."""
+    wanted = None if judges is None else {j if j.startswith(JUDGE_PREFIX) else JUDGE_PREFIX + j for j in judges}
+    out = []
+    for run in inst.trials:
+        recs = [s for s in inst.scores.get(run.key, []) if s.scorer != "qa"
+                and (wanted is None or not s.scorer.startswith(JUDGE_PREFIX) or s.scorer in wanted)]
+        scores = [ScorerResult(scorer=s.scorer, repeat=s.repeat, score=s.score, failure=s.failure, errored=s.errored,
+                               verdicts={v.target: v.passed for v in s.verdicts},
+                               usage=_usage(s.usage) if s.scorer.startswith(JUDGE_PREFIX) else None)
+                  for s in sorted(recs, key=lambda s: (s.scorer, s.repeat))]
+        r = InstanceResult(instance_id=inst.instance_id, domain=inst.domain, action=inst.kind, trial=run.trial,  # type: ignore[arg-type]
+                           status=run.status, score=None, scores=scores, usage=_usage(run.usage),
+                           wall_s=round(run.latency_s, 3))
+        out.append(r.model_copy(update={"score": recompute.trial_score(r)}))
     return out
 
 
-def _usage(records: list[Any]) -> Usage:
-    return Usage(llm_calls=sum(r.usage.llm_calls for r in records),
-                 prompt_tokens=sum(r.usage.prompt_tokens for r in records),
-                 completion_tokens=sum(r.usage.completion_tokens for r in records))
+def _ingest_cost(records: list[Any]) -> IngestCost | None:
+    """A memory agent's ingest records summed (None for other agents)."""
+    if not records:
+        return None
+    return IngestCost(users=len(records), sessions=sum(r.ingested for r in records),
+                      llm_calls=sum(r.usage.llm_calls for r in records),
+                      prompt_tokens=sum(r.usage.prompt_tokens for r in records),
+                      completion_tokens=sum(r.usage.completion_tokens for r in records),
+                      wall_s=round(sum(r.wall_s for r in records), 3), attempts=sum(r.attempts for r in records))
 
 
 def _judge_checks(store_path: Path) -> dict[str, Any]:
@@ -102,56 +131,58 @@ def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str 
     checks = _judge_checks(Path(store_path))
     judge_repeats: dict[str, int] = defaultdict(int)
     entries = []
+    domains = sorted({t.domain for t in ds.instances})
     for row, insts in by_row.items():
-        scored = {i.instance_id: i.score(data.judges) for i in insts}
-        scored = {k: v for k, v in scored.items() if v is not None}
-        results = {OVERALL: _result(list(scored.values()))}
-        for dom in sorted({t.domain for t in ds.instances}):
-            results[dom] = _result([v for i in insts if i.domain == dom and (v := scored.get(i.instance_id)) is not None])
+        results = [r for i in sorted(insts, key=lambda i: i.instance_id) for r in instance_results(i, data.judges)]
+        for r in results:
+            for sc in r.scores:
+                if sc.scorer.startswith(JUDGE_PREFIX):
+                    name = sc.scorer[len(JUDGE_PREFIX):]
+                    judge_repeats[name] = max(judge_repeats[name], sc.repeat + 1)
         runs_ = [r for i in insts for r in i.trials]
-        score_recs = [s for i in insts for v in i.scores.values() for s in v]
-        for s in score_recs:
-            if s.scorer.startswith(JUDGE_PREFIX):
-                judge_repeats[s.scorer[len(JUDGE_PREFIX):]] = max(judge_repeats[s.scorer[len(JUDGE_PREFIX):]], s.repeat + 1)
         hashes: dict[str, str] = {}
         for r in runs_:
             hashes.update(r.prompt_hashes)
         modified = _modified(hashes)
-        omitted = [iid for iid in all_ids if iid not in scored]
+        sample = recompute.sample_of((i.instance_id for i in insts), all_ids)
+        omitted = recompute.omitted(results, sample.ids or all_ids)
         trials = max(len(i.trials) for i in insts)
-        agent_usage = _usage(runs_)
-        judge_usage = _usage([s for s in score_recs if s.scorer.startswith(JUDGE_PREFIX)])
+        agent_usage = recompute.usage(r.usage for r in results)
+        judge_usage = recompute.judge_usage(results)
+        ingest = _ingest_cost([r for r in data.ingests_of(row) if r.dataset == did])
         usd = None
         if usd_per_mtok is not None:
-            tokens_in = agent_usage.prompt_tokens + judge_usage.prompt_tokens
-            tokens_out = agent_usage.completion_tokens + judge_usage.completion_tokens
+            tokens_in = agent_usage.prompt_tokens + judge_usage.prompt_tokens + (ingest.prompt_tokens if ingest else 0)
+            tokens_out = (agent_usage.completion_tokens + judge_usage.completion_tokens
+                          + (ingest.completion_tokens if ingest else 0))
             usd = round((tokens_in * usd_per_mtok[0] + tokens_out * usd_per_mtok[1]) / 1e6, 6)
-        third_party = row.agent.partition("?")[0] == "external"
+        third_party = row.agent.partition("?")[0] in ("external", "memory")
         details = []
         if modified:
             details.append(f"prompt templates not as shipped with iba {__version__}: {', '.join(modified)}")
+        if sample.kind == "subset":
+            details.append(f"run on a subset: {sample.instances} of the dataset's {len(all_ids)} instances (sample.ids)")
         if omitted:
-            why = defaultdict(int)
+            why: dict[str, int] = defaultdict(int)
             for iid in omitted:
                 inst = next((i for i in insts if i.instance_id == iid), None)
                 why["not run" if inst is None else "errored" if any(r.status == "errored" for r in inst.trials)
                     else "unscored"] += 1
             details.append("instances without a score: " + ", ".join(f"{n} {w}" for w, n in sorted(why.items())))
         entries.append(Entry(
-            agent=row.agent, model=row.model, run=row.run or insts[0].trials[0].run, trials=trials, results=results,
-            pass_k=_pass_k(insts, trials, data.judges),
-            counts=Counts(instances=len(all_ids), run=len(insts),
-                          ok=sum(all(r.status == "ok" for r in i.trials) for i in insts),
-                          failed=sum(any(r.status == "failed" for r in i.trials) for i in insts),
-                          errored=sum(any(r.status == "errored" for r in i.trials) for i in insts),
-                          unscored=sum(i.instance_id not in scored and not any(r.status == "errored" for r in i.trials)
-                                       for i in insts)),
-            cost=Cost(agent=agent_usage, judges=judge_usage, usd=usd, usd_per_mtok=usd_per_mtok),
+            agent=row.agent, model=row.model, run=row.run or insts[0].trials[0].run, trials=trials, sample=sample,
+            results=recompute.results(results, domains), pass_k=recompute.pass_k(results, trials),
+            counts=recompute.counts(results, len(all_ids), sample.instances),
+            cost=Cost(agent=agent_usage, judges=judge_usage, wall_s=round(sum(r.wall_s for r in results), 3),
+                      ingest=ingest, usd=usd, usd_per_mtok=usd_per_mtok),
             verification=Verification(modified_prompts=bool(modified), modified=modified,
                                       omitted_instances=bool(omitted), omitted=omitted, details="; ".join(details)),
             prompt_hashes=dict(sorted(hashes.items())), third_party=third_party,
             sandboxed=(all(r.sandbox == "bwrap" for r in runs_) if third_party else None),
+            instances=results,
+            reference=row.reference is not None, reference_kind=row.reference,
         ))
+    entries.sort(key=lambda e: row_order(e.agent))  # as in the report: null, the systems, direct, oracle
     judges_out = []
     for model, repeats in sorted(judge_repeats.items()):
         r = checks.get(model)
@@ -166,11 +197,18 @@ def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str 
                                compliant_pass_rate=r.compliant_pass_rate, n=r.n, case_set_hash=r.case_set_hash,
                                prompt_hash=r.prompt_hash, warnings=warnings)
         judges_out.append(Judge(model=model, repeats=repeats, judge_check=check))
-    custom = any(e.verification.modified_prompts or e.verification.omitted_instances or e.third_party for e in entries)
+    custom = any(e.verification.modified_prompts or e.verification.omitted_instances or e.third_party
+                 or e.sample.kind != "full" for e in entries)
+    drawn = data.samples.get(did)
     if custom and not notes.strip():
         notes = "; ".join(f"{e.agent} ({e.model}): {e.verification.details or 'a third-party agent'}"
                           for e in entries if e.verification.details or e.third_party)
+        if drawn is not None:
+            notes = f"runs on {drawn.describe()}; " + notes
     return Submission(submission_date=date.today().isoformat(), iba_version=__version__,
                       submission_type="custom" if custom else "standard", submitter=submitter or Contact(),
                       organization=organization, dataset=dataset_info(ds), judges=judges_out, entries=entries,
-                      references=references or [], notes=notes)
+                      references=references or [], notes=notes,
+                      sample=None if drawn is None else SampleInfo(
+                          n=drawn.n, seed=drawn.seed, strata=drawn.strata, instance_ids_sha=drawn.instance_ids_sha,
+                          pool=drawn.pool, filters=drawn.filters))
