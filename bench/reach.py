@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from iba.agents.base import AgentEnv, parse_agent_spec
 from iba.dataset import Dataset
 from iba.llm.base import Backend, Completion
@@ -187,6 +189,15 @@ async def measure(a: argparse.Namespace) -> None:
                 print(f"\r{n}/{len(todo)} done, {el:.0f}s elapsed, ETA {el / n * (len(todo) - n):.0f}s   ", end=end, file=sys.stderr, flush=True)
 
 
+def cluster_ci(hits: list[int], sizes: list[int], n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the share reached, resampling instances (an instance's
+    targets share its history and retrieval, so they are not independent draws)."""
+    h, m = np.asarray(hits, dtype=float), np.asarray(sizes, dtype=float)
+    idx = np.random.default_rng(seed).integers(0, h.size, size=(n_boot, h.size))
+    lo, hi = np.quantile(h[idx].sum(axis=1) / m[idx].sum(axis=1), [0.025, 0.975])
+    return float(lo), float(hi)
+
+
 def report(path: Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     head = rows[0] if rows and "command" in rows[0] else {}
@@ -195,13 +206,19 @@ def report(path: Path) -> str:
     for r in rows:
         groups.setdefault((r["agent"], r["budget"]), []).append(r)
     out = [f"`{head.get('command', '')}`", "",
-           "| configuration | budget | slots reached (n) | checkpoints reached (n) | deciding prompt tokens, median |",
+           "| configuration | budget | slots reached [95% CI] (n) | checkpoints reached [95% CI] (n) | deciding prompt tokens, median |",
            "|---|---|---|---|---|"]
     for (spec, budget), rs in groups.items():
         cells = []
         for kind in ("slot", "checkpoint"):
-            flags = [t["reached"] for r in rs for t in r["targets"].values() if t["kind"] == kind and t["reached"] is not None]
-            cells.append(f"{sum(flags) / len(flags):.3f} ({len(flags)})" if flags else "–")
+            per = [[t["reached"] for t in r["targets"].values() if t["kind"] == kind and t["reached"] is not None] for r in rs]
+            per = [f for f in per if f]
+            n = sum(len(f) for f in per)
+            if not n:
+                cells.append("–")
+                continue
+            lo, hi = cluster_ci([sum(f) for f in per], [len(f) for f in per])
+            cells.append(f"{sum(map(sum, per)) / n:.3f} [{lo:.2f}, {hi:.2f}] ({n})")
         toks = statistics.median(r["tokens"] for r in rs)
         out.append(f"| `{spec}` | {budget if budget is not None else 'as built'} | {cells[0]} | {cells[1]} | {toks:.0f} |")
     return "\n".join(out)
