@@ -198,6 +198,45 @@ def cluster_ci(hits: list[int], sizes: list[int], n_boot: int = 2000, seed: int 
     return float(lo), float(hi)
 
 
+def paired_ci(a: list[tuple[int, int]], b: list[tuple[int, int]], n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """Share reached by a minus share reached by b over the same instances ((hits, targets) per instance),
+    with its 95% bootstrap interval resampling instances."""
+    ha, hb, m = (np.asarray(x, dtype=float) for x in ([h for h, _ in a], [h for h, _ in b], [n for _, n in a]))
+    idx = np.random.default_rng(seed).integers(0, m.size, size=(n_boot, m.size))
+    diffs = (ha[idx].sum(axis=1) - hb[idx].sum(axis=1)) / m[idx].sum(axis=1)
+    lo, hi = np.quantile(diffs, [0.025, 0.975])
+    return float((ha.sum() - hb.sum()) / m.sum()), float(lo), float(hi)
+
+
+def _hits(r: dict, kind: str) -> tuple[int, int]:
+    flags = [t["reached"] for t in r["targets"].values() if t["kind"] == kind and t["reached"] is not None]
+    return sum(flags), len(flags)
+
+
+def against(path: Path, base: str) -> str:
+    """Each configuration minus `base` at the same budget, on the instances both have (paired)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = [r for r in rows if "instance_id" in r]
+    by = {(r["agent"], r["budget"], r["instance_id"]): r for r in rows}
+    out = [f"Paired against `{base}` (same instances, 95% bootstrap interval over instances):", "",
+           "| configuration | budget | slots, difference [95% CI] | checkpoints, difference [95% CI] |", "|---|---|---|---|"]
+    for spec, budget in dict.fromkeys((r["agent"], r["budget"]) for r in rows):
+        if spec == base:
+            continue
+        ids = [i for (s, b, i) in by if s == spec and b == budget and (base, budget, i) in by]
+        cells = []
+        for kind in ("slot", "checkpoint"):
+            pairs = [(_hits(by[(spec, budget, i)], kind), _hits(by[(base, budget, i)], kind)) for i in ids]
+            pairs = [(x, y) for x, y in pairs if x[1]]
+            if not pairs:
+                cells.append("–")
+                continue
+            d, lo, hi = paired_ci([x for x, _ in pairs], [y for _, y in pairs])
+            cells.append(f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        out.append(f"| `{spec}` | {budget if budget is not None else 'as built'} | {cells[0]} | {cells[1]} |")
+    return "\n".join(out)
+
+
 def report(path: Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     head = rows[0] if rows and "command" in rows[0] else {}
@@ -238,6 +277,7 @@ def main() -> None:
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"))
     p.add_argument("--out", type=Path, required=True, help="JSONL of per-instance results (the resume point)")
     p.add_argument("--report-only", action="store_true")
+    p.add_argument("--against", metavar="SPEC", help="also report each configuration minus SPEC, paired by instance")
     a = p.parse_args()
     a.command = "python bench/reach.py " + " ".join(shlex.quote(x) for x in sys.argv[1:])
     a.agents = a.agents or ["rag", "iba?expansion=template&reranker=rules&compact=none"]
@@ -250,6 +290,8 @@ def main() -> None:
     if not a.report_only:
         asyncio.run(measure(a))
     print(report(a.out))
+    if a.against:
+        print("\n" + against(a.out, a.against))
 
 
 if __name__ == "__main__":
