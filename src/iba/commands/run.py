@@ -22,15 +22,17 @@ JUDGES_HELP = ("comma-separated judge model strings for Generate(text) checkpoin
                "report")
 
 
-def add_backend_arguments(p: argparse.ArgumentParser) -> None:
-    """Options shared by every command that talks to a model."""
-    p.add_argument(
-        "--model", default=DEFAULT_MODEL,
-        help=f"model string (default: {DEFAULT_MODEL}). Forms: local:qwen2.5-coder-0.5b, "
-        "local:qwen2.5-coder-1.5b, local:smollm2-135m, local:/path/model.gguf (embedded llama.cpp), "
-        "openai:<model> (any OpenAI-compatible server: vLLM, Ollama, llama.cpp server, OpenAI...; "
-        "key from OPENAI_API_KEY)",
-    )
+def add_backend_arguments(p: argparse.ArgumentParser, *, model: bool = True) -> None:
+    """Options shared by every command that talks to a model (model=False: the command names its
+    model otherwise, as judge-check's positional MODEL)."""
+    if model:
+        p.add_argument(
+            "--model", default=DEFAULT_MODEL,
+            help=f"model string (default: {DEFAULT_MODEL}). Forms: local:qwen2.5-coder-0.5b, "
+            "local:qwen2.5-coder-1.5b, local:smollm2-135m, local:/path/model.gguf (embedded llama.cpp), "
+            "openai:<model> (any OpenAI-compatible server: vLLM, Ollama, llama.cpp server, OpenAI...; "
+            "key from OPENAI_API_KEY)",
+        )
     p.add_argument("--base-url", action="append", default=None, metavar="URL",
                    help="server URL for openai: models (default: $OPENAI_BASE_URL); repeat it for replicas of "
                    "the model: requests go to the least busy one, a failing one is avoided (docs/scaling.md)")
