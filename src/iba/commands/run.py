@@ -120,14 +120,10 @@ def judge_backends(spec: str, run_backend, args, *, sends: bool = True) -> list:
 def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None,
                     users: list[str] | None = None) -> str | None:
     """Why --domain/--scenario/--user select nothing that exists (a typo would otherwise run 0 instances)."""
-    for flag, wanted, have in (("--domain", domains, {t.domain for t in ds.instances}),
-                               ("--scenario", scenarios, {t.scenario for t in ds.instances}),
-                               ("--user", users, {t.user_id for t in ds.instances})):
-        unknown = [v for v in wanted or [] if v not in have]
-        if unknown:
-            return (f"argument {flag}: {unknown[0]!r} is not in this dataset "
-                    f"(allowed: {', '.join(sorted(have))})")
-    return None
+    from iba.run.selection import Selection
+
+    problem = Selection(domains=domains, scenarios=scenarios, users=users).problem(ds, ("--domain", "--scenario", "--user"))
+    return f"argument {problem}" if problem else None
 
 
 def check_embedder(args: argparse.Namespace) -> str | None:
