@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from iba.dataset.files import PERSONA_STATES, DatasetError, instant, problem_list, read_jsonl_lines
-from iba.types import AnswerKey, DistractorLabel, Persona, TaskView, Turn
+from iba.types.dataset import AnswerKey, DistractorLabel, Persona, TaskView, Turn
 
 if TYPE_CHECKING:
     from iba.dataset.folder import Dataset

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from iba.types import AnswerKey, DistractorLabel, Manifest, Persona, PersonaStates, TaskView, Turn
+from iba.types.dataset import AnswerKey, DistractorLabel, Manifest, Persona, PersonaStates, TaskView, Turn
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ValidationError
 from iba.dataset.files import DISTRACTORS, HIDDEN_FILES, PERSONA_STATES, DatasetError, read_jsonl, read_jsonl_lines
 from iba.dataset.histories import HistoryMemo, history_path
 from iba.dataset.keys import KeyIndex
-from iba.types import AnswerKey, DistractorLabel, Manifest, Persona, PersonaStates, PersonaStateSpan, TaskView, Turn, stable_hash
+from iba.types.common import stable_hash
+from iba.types.dataset import AnswerKey, DistractorLabel, Manifest, Persona, PersonaStates, PersonaStateSpan, TaskView, Turn
 
 M = TypeVar("M", bound=BaseModel)
 

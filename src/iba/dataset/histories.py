@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from iba.dataset.files import DatasetError, instant, read_jsonl_lines
-from iba.types import Turn
+from iba.types.dataset import Turn
 
 MAX_TURN_CHARS = 100_000
 HISTORY_MEMO = 4  # histories kept parsed per Dataset (see HistoryMemo)

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from iba.dataset.files import DatasetError, invalid
-from iba.types import AnswerKey
+from iba.types.dataset import AnswerKey
 
 
 class _Id(BaseModel):

@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import Field
 
-from iba.types import Strict, Usage
+from iba.types.agent import Usage
+from iba.types.common import Strict
 
 
 class ToolSpec(Strict):

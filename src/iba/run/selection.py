@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from iba.dataset import Dataset, dataset_id
 from iba.run.sample import Sample, draw_sample, make_sample
-from iba.types import Strict, TaskView
+from iba.types.common import Strict
+from iba.types.dataset import TaskView
 
 
 class Selection(Strict):
