@@ -199,9 +199,8 @@ def instant_backend():
         model_id = "instant"
         context_window = 8192
 
-        async def complete(self, messages, *, max_tokens=512, temperature=0.0, seed=None, json_schema=None,
-                           tools=None, tool_choice=None, stop=None):
-            text = json.dumps(fill(json_schema)) if json_schema else "A short plan that follows the request."
+        async def send(self, request):
+            text = json.dumps(fill(request.json_schema)) if request.json_schema else "A short plan that follows the request."
             return Completion(text=text, prompt_tokens=100, completion_tokens=10, model="instant")
 
     return Instant()

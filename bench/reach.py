@@ -99,9 +99,9 @@ class PromptRecorder(Backend):
     def __init__(self) -> None:
         self.calls: list[list[dict[str, Any]]] = []
 
-    async def complete(self, messages, *, max_tokens=512, temperature=0.0, seed=None, json_schema=None, tools=None,
-                       tool_choice=None, stop=None) -> Completion:  # type: ignore[override]
-        self.calls.append(list(messages))
+    async def send(self, request) -> Completion:
+        self.calls.append(list(request.messages))
+        json_schema = request.json_schema
         text = json.dumps(minimal(json_schema, json_schema.get("$defs", {}))) if json_schema else "ok"
         return Completion(text=text, prompt_tokens=0, completion_tokens=0, model=self.model_id)
 

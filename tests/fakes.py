@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from iba.llm.base import Backend, Completion, LLMError, ToolCall, ToolSpec
+from iba.llm.base import Backend, Completion, LLMError, ModelRequest, ToolCall, ToolSpec
 
 Reply = str | dict[str, Any] | Completion | Exception
 Responder = Callable[[list[dict[str, Any]], dict[str, Any]], Reply]
@@ -24,7 +24,10 @@ class ScriptedBackend(Backend):
         self._replies = replies
         self.calls: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
 
-    async def complete(self, messages, **kwargs) -> Completion:  # type: ignore[override]
+    async def send(self, request: ModelRequest) -> Completion:
+        # the options the caller gave (as complete's keywords), for assertions
+        messages = request.messages
+        kwargs = {k: getattr(request, k) for k in request.model_fields_set if k != "messages"}
         self.calls.append((messages, kwargs))
         if callable(self._replies):
             reply = self._replies(messages, kwargs)

@@ -106,6 +106,13 @@ def test_counts_are_at_least_one_in_every_command(argv, option, capsys):
     assert f"argument {option}: must be >= 1" in capsys.readouterr().err
 
 
+def test_judge_check_names_its_judge_once(capsys):
+    """The judge is judge-check's positional MODEL: it offers no --model to refuse."""
+    with pytest.raises(SystemExit) as e:
+        main(["judge-check", "local:x", "--model", "local:y"])
+    assert e.value.code == 2 and "unrecognized arguments: --model local:y" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", [["build"], ["report", "STORE"], ["demo"]])
 def test_out_that_is_a_file_is_a_one_line_error(tmp_path, command, capsys):
     """`--out EXISTING_FILE` was a FileExistsError traceback (build, report)."""

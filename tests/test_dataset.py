@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from iba import dataset as dataset_mod
+from iba.dataset import histories as histories_mod
 from iba.dataset import MAX_TURN_CHARS, Dataset, DatasetError
 from iba.taxonomy import load_taxonomy
 from tests.run.helpers import tiny_dataset
@@ -28,8 +28,8 @@ def test_bad_line_reports_file_and_line(tmp_path):
 def test_history_is_parsed_once_until_its_file_changes(tmp_path, monkeypatch):
     ds = Dataset(tiny_dataset(tmp_path / "ds"))
     reads = []
-    real = ds._read_history
-    monkeypatch.setattr(ds, "_read_history", lambda path: reads.append(path) or real(path))
+    real = histories_mod.read_history
+    monkeypatch.setattr(histories_mod, "read_history", lambda path, warn: reads.append(path) or real(path, warn))
     first = ds.history("u0")
     first.reverse()  # a caller's reordering must not reach the next caller
     again = ds.history("u0")
@@ -148,11 +148,11 @@ def test_huge_turn_is_truncated_with_marker_and_warning(tmp_path, caplog):
 
 def test_history_limits_are_errors(tmp_path, monkeypatch):
     root = tiny_dataset(tmp_path / "ds")
-    monkeypatch.setattr(dataset_mod, "MAX_HISTORY_TURNS", 2)
+    monkeypatch.setattr(histories_mod, "MAX_HISTORY_TURNS", 2)
     with pytest.raises(DatasetError, match=r"u0\.jsonl:3: history exceeds the limit of 2 turns"):
         Dataset(root).history("u0")
-    monkeypatch.setattr(dataset_mod, "MAX_HISTORY_TURNS", 100)
-    monkeypatch.setattr(dataset_mod, "MAX_HISTORY_CHARS", 60)  # line 1 is 56 characters
+    monkeypatch.setattr(histories_mod, "MAX_HISTORY_TURNS", 100)
+    monkeypatch.setattr(histories_mod, "MAX_HISTORY_CHARS", 60)  # line 1 is 56 characters
     with pytest.raises(DatasetError, match=r"u0\.jsonl:2: history exceeds"):
         Dataset(root).history("u0")
 

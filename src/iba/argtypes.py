@@ -8,51 +8,39 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T", int, float)
 
 
-def positive_int(text: str) -> int:
-    """An integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def _at_least(convert: Callable[[str], T], low: int, *, strict: bool, name: str, doc: str) -> Callable[[str], T]:
+    """The parser of `convert`ed numbers >= low (> low when strict), finite; its errors say the bound."""
+    bound = f"{'>' if strict else '>='} {low}"
+    noun = "an integer" if convert is int else "a number"
+
+    def parse(text: str) -> T:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {noun} {bound}, got {text!r}") from None
+        if not math.isfinite(value) or (value <= low if strict else value < low):  # type: ignore[operator]
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {value}" if convert is int
+                                             else f"must be a finite number {bound}, got {text}")
+        return value
+
+    parse.__name__ = parse.__qualname__ = name  # argparse names the type in some messages
+    parse.__doc__ = doc
+    return parse
 
 
-def nonnegative_int(text: str) -> int:
-    """An integer >= 0 (a number of retries or extra items, where none is a valid choice)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """A finite number > 0 (seconds, a ratio)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
-
-
-def nonnegative_float(text: str) -> float:
-    """A finite number >= 0 (a sampling temperature)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
+positive_int = _at_least(int, 1, strict=False, name="positive_int", doc="An integer >= 1.")
+nonnegative_int = _at_least(int, 0, strict=False, name="nonnegative_int",
+                            doc="An integer >= 0 (a number of retries or extra items, where none is a valid choice).")
+positive_float = _at_least(float, 0, strict=True, name="positive_float", doc="A finite number > 0 (seconds, a ratio).")
+nonnegative_float = _at_least(float, 0, strict=False, name="nonnegative_float",
+                              doc="A finite number >= 0 (a sampling temperature).")
 
 
 def out_folder(text: str) -> Path:

@@ -62,6 +62,8 @@ async def test_empty_text_is_an_error_not_an_answer(tmp_path):
 def test_unknown_option_is_rejected(tmp_path):
     with pytest.raises(ValueError, match=r"agent direct: unknown option 'colour' \(allowed: max_tokens, "):
         DirectAgent(env(ScriptedBackend([]), tmp_path), colour="blue")
+    with pytest.raises(ValueError, match=r"agent direct: unknown option 'order'"):  # it was parsed and never read
+        DirectAgent(env(ScriptedBackend([]), tmp_path), order="recent")
 
 
 async def test_rag_puts_top3_passages_before_the_task(tmp_path):

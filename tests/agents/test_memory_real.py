@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -35,9 +36,10 @@ def demo(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def short_demo(tmp_path_factory) -> Path:
-    """The demo preset with 30-turn histories (its evidence kept): u0003, a CallAPI user, has 3 sessions."""
-    ds = tmp_path_factory.mktemp("demo30") / "ds"
-    assert main(["build", "--preset", "demo", "--history-turns", "30", "--out", str(ds)]) == 0
+    """The demo preset with 10-turn histories (its evidence kept): u0003, a CallAPI user, has 2 sessions
+    (each a mem0 add of ~8k prompt tokens on the 0.5B model: the test's cost)."""
+    ds = tmp_path_factory.mktemp("demo10") / "ds"
+    assert main(["build", "--preset", "demo", "--history-turns", "10", "--out", str(ds)]) == 0
     return ds
 
 
@@ -80,9 +82,10 @@ def test_notes_memory_over_url_with_embeddings(qwen_servers, tmp_path):
     assert all(r.usage.llm_calls == 1 for r in recs if r.status == "ok")
 
 
+@pytest.mark.timeout(1800)  # mem0's own ~8k-token prompt per add: ~100 s of prompt eval each on 2 idle cores
 def test_mem0_runs_a_demo_user_end_to_end_beside_rag(short_demo, qwen_servers, tmp_path):
     """mem0's own Memory (in-memory Qdrant, the local chat and embeddings servers, telemetry off)
-    ingests u0003's 3 sessions and answers its CallAPI task; rag runs on the same task; both are
+    ingests u0003's sessions and answers its CallAPI task; rag runs on the same task; both are
     scored (slot matching) and stand side by side in the report, ingest cost beside act cost."""
     demo = short_demo
     # found, not imported: importing mem0 here would start its telemetry client in this process
@@ -97,8 +100,10 @@ def test_mem0_runs_a_demo_user_end_to_end_beside_rag(short_demo, qwen_servers, t
         (ingest,) = s.ingests()
         recs = {r.agent: r for r in s.runs()}
         score = {a: s.get_score(r.key, "slots") for a, r in recs.items()}
-    assert (ingest.status, ingest.sessions, ingest.ingested) == ("ok", 3, 3), ingest.error
-    assert ingest.usage.llm_calls >= 3 and ingest.usage.prompt_tokens > 3 * 6000  # mem0's ~8k-token prompt per add
+    sessions = len({json.loads(line)["session_id"] for line in (demo / "histories" / "u0003.jsonl").open()})
+    assert sessions >= 2
+    assert (ingest.status, ingest.sessions, ingest.ingested) == ("ok", sessions, sessions), ingest.error
+    assert ingest.usage.llm_calls >= sessions and ingest.usage.prompt_tokens > sessions * 6000  # mem0's ~8k-token prompt per add
     act = recs[mem0]
     assert act.status in ("ok", "failed") and act.usage.llm_calls == 1
     if act.status == "ok":

@@ -149,9 +149,9 @@ def test_cli_import_status_and_errors(tmp_path, capsys):
 
     folder = BatchFolder(tmp_path / "b", create=True)
     from iba.batch.lines import request_line
+    from iba.llm.base import ModelRequest
 
-    line = request_line("openai:m", "m", [{"role": "user", "content": "hi"}], max_tokens=8, temperature=0.0,
-                        seed=None, json_schema=None, tools=None, tool_choice=None, stop=None)
+    line = request_line("openai:m", "m", ModelRequest(messages=[{"role": "user", "content": "hi"}], max_tokens=8))
     folder.want("openai:m", line)
     round_dir, written, _ = folder.flush()
     assert (round_dir / "openai_m.requests.jsonl").exists() and written == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from iba.batch.lines import (ResultLine, ResultResponse, call_params, completion_body, request_line,
                              result_completion)
-from iba.llm.base import Completion, ToolCall, ToolSpec
+from iba.llm.base import Completion, ModelRequest, ToolCall, ToolSpec
 
 TOOL = ToolSpec(name="order_food", description="Order.", parameters={
     "type": "object", "properties": {"dish": {"type": "string"}}, "required": ["dish"]})
@@ -16,25 +16,27 @@ def test_a_body_reads_back_as_the_call_that_made_it():
             {"role": "assistant", "content": "", "tool_calls": [
                 {"id": "c1", "type": "function", "function": {"name": "order_food", "arguments": '{"dish": "pho"}'}}]},
             {"role": "tool", "tool_call_id": "c1", "name": "order_food", "content": "ok"}]
-    line = request_line("openai:gpt-x", "gpt-x", msgs, max_tokens=64, temperature=0.0, seed=7, json_schema=None,
-                        tools=[TOOL], tool_choice="order_food", stop=["\n\n"])
+    line = request_line("openai:gpt-x", "gpt-x", ModelRequest(
+        messages=msgs, max_tokens=64, temperature=0.0, seed=7, tools=[TOOL], tool_choice="order_food", stop=["\n\n"]))
     assert line.method == "POST" and line.url == "/v1/chat/completions" and line.body["model"] == "gpt-x"
     assert line.body["tool_choice"] == {"type": "function", "function": {"name": "order_food"}}
     p = call_params(line.body)
     assert p.messages == msgs and p.max_tokens == 64 and p.seed == 7 and p.stop == ["\n\n"]
     assert p.tools == [TOOL] and p.tool_choice == "order_food" and p.json_schema is None
-    js = request_line("openai:gpt-x", "gpt-x", msgs[:2], max_tokens=32, temperature=0.7, seed=None,
-                      json_schema=SCHEMA, tools=None, tool_choice=None, stop=None)
+    js = request_line("openai:gpt-x", "gpt-x", ModelRequest(messages=msgs[:2], max_tokens=32, temperature=0.7,
+                                                            json_schema=SCHEMA))
     assert js.body["response_format"]["type"] == "json_schema"
     assert call_params(js.body).json_schema == SCHEMA and call_params(js.body).temperature == 0.7
 
 
 def test_custom_id_is_the_same_for_the_same_call_and_differs_otherwise():
-    args = dict(max_tokens=8, temperature=0.0, seed=1, json_schema=None, tools=None, tool_choice=None, stop=None)
-    a = request_line("local:m", "local:m", [{"role": "user", "content": "hi"}], **args)
-    b = request_line("local:m", "local:m", [{"role": "user", "content": "hi"}], **args)
-    c = request_line("local:m", "local:m", [{"role": "user", "content": "hi!"}], **args)
-    d = request_line("local:n", "local:m", [{"role": "user", "content": "hi"}], **args)
+    def req(text: str) -> ModelRequest:
+        return ModelRequest(messages=[{"role": "user", "content": text}], max_tokens=8, seed=1)
+
+    a = request_line("local:m", "local:m", req("hi"))
+    b = request_line("local:m", "local:m", req("hi"))
+    c = request_line("local:m", "local:m", req("hi!"))
+    d = request_line("local:n", "local:m", req("hi"))
     assert a.custom_id == b.custom_id and len({a.custom_id, c.custom_id, d.custom_id}) == 3
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from iba.batch.folder import BatchFolder
 from iba.batch.lines import request_line
+from iba.llm.base import ModelRequest
 from iba.cli import main
 
 
@@ -97,8 +98,8 @@ def api():
 def test_submit_and_collect_through_the_sdk(api, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch-key-123456")
     folder = BatchFolder(tmp_path / "b", create=True)
-    lines = [request_line("openai:gpt-x", "gpt-x", [{"role": "user", "content": f"q{i}"}], max_tokens=8,
-                          temperature=0.0, seed=None, json_schema=None, tools=None, tool_choice=None, stop=None)
+    lines = [request_line("openai:gpt-x", "gpt-x",
+                          ModelRequest(messages=[{"role": "user", "content": f"q{i}"}], max_tokens=8))
              for i in range(3)]
     for line in lines:
         folder.want("openai:gpt-x", line)

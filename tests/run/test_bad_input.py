@@ -96,7 +96,7 @@ def test_bad_numeric_options(root, option, value, message):
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("direct?bogus=1", "agent direct: unknown option 'bogus' (allowed: max_tokens, max_history_tokens, order)"),
+    ("direct?bogus=1", "agent direct: unknown option 'bogus' (allowed: max_tokens, max_history_tokens)"),
     ("iba?synthesis=poem", "agent iba: option synthesis=poem: Input should be 'plan' or 'rag'"),
     ("rag?k", "agent rag: option 'k' in 'rag?k' must be key=value"),
     ("rag?k=1&k=2", "agent rag: option 'k' given twice"),

@@ -37,6 +37,9 @@ class Agent(ABC):
     (`iba?retrieval=false&reranker=rules` -> {"retrieval": "false", "reranker": "rules"})."""
 
     name: str = "agent"
+    # the pydantic model of its spec options: Agent.__init__ parses them into `opts` (one message
+    # for every agent: parse_options); None keeps them unparsed in `options`
+    options_model: type[BaseModel] | None = None
     # whether the agent asks the run's model (AgentEnv.backend); False for one that brings its own
     # (external): reports do not label its rows with a model it never used
     uses_model: bool = True
@@ -44,6 +47,8 @@ class Agent(ABC):
     def __init__(self, env: AgentEnv, /, **options: Any) -> None:
         self.env = env
         self.options = options
+        if self.options_model is not None:
+            self.opts = parse_options(self.options_model, options, self.name)
 
     @abstractmethod
     async def act(self, task: TaskView, history: list[Turn]) -> Action:

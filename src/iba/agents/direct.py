@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from pydantic import Field
 
 from iba.agents.answer import answer, check_task, make_action, schema_text
-from iba.agents.base import Agent, AgentEnv, parse_options
+from iba.agents.base import Agent
 from iba.agents.trace import Trace
 from iba.prompts import render
 from iba.retrieval.chunking import turn_line
@@ -22,7 +22,6 @@ SAFETY = 64  # tokens kept free for the chat template's own markup
 class DirectOptions(Strict):
     max_tokens: int | None = Field(None, ge=1)  # answer length; default per action kind
     max_history_tokens: int | None = Field(None, ge=1)  # cap below the context window (e.g. for cost)
-    order: Literal["recent"] = "recent"
 
 
 def fit_history(items: Sequence[T], budget: int, count: Callable[[str], int],
@@ -44,10 +43,6 @@ def fit_history(items: Sequence[T], budget: int, count: Callable[[str], int],
 class DirectAgent(Agent):
     name = "direct"
     options_model: type[Strict] = DirectOptions  # the reference agents (agents/references.py) take fewer
-
-    def __init__(self, env: AgentEnv, /, **options: str) -> None:
-        super().__init__(env, **options)
-        self.opts = parse_options(self.options_model, options, self.name)
 
     def history_lines(self, task: TaskView, history: list[Turn]) -> tuple[list[str], int]:
         """The prompt's history lines (the most recent turns that fit the context window, less the

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from iba.agents.answer import check_task
 from iba.agents.api_params import validate_params
-from iba.agents.base import Agent, AgentEnv, AgentError, AgentUnavailable, parse_options
+from iba.agents.base import Agent, AgentEnv, AgentError, AgentUnavailable
 from iba.agents.command import (  # noqa: F401 - child_env, child_argv, ReplyTooLarge: imported from here too
     PIPE_GRACE_S,
     TAIL,
@@ -80,10 +80,11 @@ def check_action(action: Action, task: TaskView, where: str) -> Action:
 class ExternalAgent(Agent):
     name = "external"
     uses_model = False  # a third-party program with its own model: --model is not what it runs on
+    options_model = ExternalOptions
+    opts: ExternalOptions
 
     def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)
-        self.opts: ExternalOptions = parse_options(ExternalOptions, options, self.name)
         # "bwrap" or "none" for a command iba starts (RunRecord.sandbox); None for a url= agent
         self.sandbox: str | None = None
         self.command: Command | None = None

@@ -14,7 +14,7 @@ LLM calls per instance with the defaults: expansion, salience, compact, extract,
 from __future__ import annotations
 
 from iba.agents.answer import check_task, make_action
-from iba.agents.base import Agent, AgentEnv, parse_options
+from iba.agents.base import Agent
 from iba.agents.iba_options import IBAOptions
 from iba.agents.toolkit import Toolkit
 from iba.agents.trace import Trace
@@ -23,10 +23,8 @@ from iba.types import Action, TaskView, Turn
 
 class IBAAgent(Agent):
     name = "iba"
-
-    def __init__(self, env: AgentEnv, /, **options: str) -> None:
-        super().__init__(env, **options)
-        self.opts: IBAOptions = parse_options(IBAOptions, options, self.name)
+    options_model = IBAOptions
+    opts: IBAOptions
 
     async def act(self, task: TaskView, history: list[Turn]) -> Action:
         check_task(task)

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from iba.agents.answer import check_task, make_action
 from iba.agents.api_params import decoding_schema, validate_params
-from iba.agents.base import Agent, AgentEnv, AgentError, parse_options
+from iba.agents.base import Agent, AgentError
 from iba.agents.iba_options import IBAOptions, explicit
 from iba.agents.preferences import preference_lines
 from iba.agents.toolkit import Toolkit
@@ -125,10 +125,8 @@ def _preview(passages) -> str:
 
 class IBAFunctionCallingAgent(Agent):
     name = "iba-fc"
-
-    def __init__(self, env: AgentEnv, /, **options: str) -> None:
-        super().__init__(env, **options)
-        self.opts: FCOptions = parse_options(FCOptions, options, self.name)
+    options_model = FCOptions
+    opts: FCOptions
 
     async def act(self, task: TaskView, history: list[Turn]) -> Action:
         check_task(task)

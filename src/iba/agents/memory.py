@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pydantic import Field, ValidationError
 
 from iba.agents.answer import check_task
-from iba.agents.base import Agent, AgentEnv, AgentError, AgentUnavailable, parse_options
+from iba.agents.base import Agent, AgentEnv, AgentError, AgentUnavailable
 from iba.agents.command import PIPE_GRACE_S, TAIL, Command, CommandOptions, exit_of, kill_group, post, too_large
 from iba.agents.external import check_action
 from iba.types import Action, Strict, TaskView, TraceStep, Turn, Usage
@@ -333,10 +333,11 @@ class MemoryAgent(Agent):
     name = "memory"
     per_user = True  # iba.run.memory_runner schedules it user by user
     uses_model = False  # it calls its own models: --model is not what it runs on
+    options_model = MemoryOptions
+    opts: MemoryOptions
 
     def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)
-        self.opts: MemoryOptions = parse_options(MemoryOptions, options, self.name)
         self.sandbox: str | None = None  # as ExternalAgent's: "bwrap"/"none" for cmd=, None for url=
         self.command: Command | None = None
         if self.opts.cmd is not None:

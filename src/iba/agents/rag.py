@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pydantic import Field, model_validator
 
 from iba.agents.answer import answer, check_task, make_action, schema_text
-from iba.agents.base import Agent, AgentEnv, check_overlap, parse_options
+from iba.agents.base import Agent, AgentEnv, check_overlap
 from iba.agents.trace import Trace
 from iba.prompts import Prompt, render
 from iba.retrieval.index import HistoryIndex
@@ -67,10 +67,8 @@ async def load_index(env: AgentEnv, history: list[Turn], unit: Unit, size: int, 
 
 class RagAgent(Agent):
     name = "rag"
-
-    def __init__(self, env: AgentEnv, /, **options: str) -> None:
-        super().__init__(env, **options)
-        self.opts: RagOptions = parse_options(RagOptions, options, self.name)
+    options_model = RagOptions
+    opts: RagOptions
 
     async def act(self, task: TaskView, history: list[Turn]) -> Action:
         check_task(task)

@@ -28,11 +28,8 @@ async def answer_awaiting(folder: BatchFolder, backend: Backend, *, limit: int |
             body = folder.requests[cid].body
             if body.get("model") not in (backend.model_id, backend.model_id.partition(":")[2]):
                 counts["other_model"] += 1
-            p = call_params(body)
             try:
-                comp = await backend.complete(p.messages, max_tokens=p.max_tokens, temperature=p.temperature,
-                                              seed=p.seed, json_schema=p.json_schema, tools=p.tools,
-                                              tool_choice=p.tool_choice, stop=p.stop)
+                comp = await backend.send(call_params(body))
                 lines.append(ResultLine(id=f"batch_req_{i}", custom_id=cid, response=ResultResponse(
                     status_code=200, body=completion_body(comp, served_name(backend.model_id)))))
                 counts["answered"] += 1

@@ -8,14 +8,11 @@ never asked to complete anything.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from iba.batch.folder import BatchFolder
 from iba.batch.lines import request_line, result_completion, same_model, served_name
-from iba.llm.base import Backend, CallDeferred, Completion, ToolSpec
+from iba.llm.base import Backend, CallDeferred, Completion, ModelRequest
 from iba.llm.retry import ModelBadResponse, ModelCallError, ModelRequestRejected
-from iba.llm.toolcalls import offered_tools
-
 
 log = logging.getLogger(__name__)
 _WARNED: set[tuple[str, str]] = set()  # (asked, answered) pairs said once per process
@@ -35,22 +32,9 @@ class BatchBackend(Backend):
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        seed: int | None = None,
-        json_schema: dict[str, Any] | None = None,
-        tools: list[ToolSpec] | None = None,
-        tool_choice: str | None = None,
-        stop: list[str] | None = None,
-    ) -> Completion:
-        tools, tool_choice = offered_tools(tools, tool_choice)
-        line = request_line(self.model_id, served_name(self.model_id), messages, max_tokens=max_tokens,
-                            temperature=temperature, seed=seed, json_schema=json_schema, tools=tools,
-                            tool_choice=tool_choice, stop=stop)
+    async def send(self, request: ModelRequest) -> Completion:
+        request = request.offered()
+        line = request_line(self.model_id, served_name(self.model_id), request)
         cid = line.custom_id
         state = self.folder.state(cid)
         if state == "answered":
@@ -62,7 +46,7 @@ class BatchBackend(Backend):
                             "each trace step names the model that answered (answered_by)", self.model_id,
                             answer.answered_by, self.folder.answered_where.get(cid, self.folder.root), self.model_id)
             try:
-                return result_completion(answer, tools, max_tokens, self.model_id)
+                return result_completion(answer, request.tools, request.max_tokens, self.model_id)
             except ValueError as e:
                 raise ModelBadResponse(f"{self.model_id}: batch result: {e}") from None
         if state in ("rejected", "given_up"):
@@ -75,6 +59,4 @@ class BatchBackend(Backend):
         raise CallDeferred(cid)
 
     async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
+        await self.inner.aclose()

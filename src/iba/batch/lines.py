@@ -3,8 +3,8 @@
 The request body is what `openai:` models send (llm.openai_compat.chat_request), with JSON replies
 asked for as response_format json_schema (the Batch API's provider, OpenAI, takes it). Its
 custom_id is a hash of the model and the body, so the same call in a later run finds its answer,
-and two identical calls share one request. `call_params` reads a body back into the arguments of
-Backend.complete, which is how an offline answerer sees exactly what a provider would.
+and two identical calls share one request. `call_params` reads a body back into the ModelRequest
+Backend.send takes, which is how an offline answerer sees exactly what a provider would.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from iba.llm.base import Completion, ToolSpec
+from iba.llm.base import Completion, ModelRequest, ToolSpec
 from iba.llm.openai_compat import chat_request, parse_chat_completion
 from iba.llm.toolcalls import openai_messages
 from iba.types import Strict, stable_hash
@@ -91,33 +91,18 @@ class ResultLine(BaseModel):
         return f"HTTP {self.response.status_code}" + (f": {detail}" if detail else "")
 
 
-class CallParams(Strict):
-    """Backend.complete's arguments, as read back from a request body."""
-
-    messages: list[dict[str, Any]]
-    max_tokens: int = 512
-    temperature: float = 0.0
-    seed: int | None = None
-    json_schema: dict[str, Any] | None = None
-    tools: list[ToolSpec] | None = None
-    tool_choice: str | None = None
-    stop: list[str] | None = Field(default=None)
-
-
-def request_line(model_id: str, served_name: str, messages: list[dict[str, Any]], *, max_tokens: int,
-                 temperature: float, seed: int | None, json_schema: dict[str, Any] | None,
-                 tools: list[ToolSpec] | None, tool_choice: str | None, stop: list[str] | None) -> RequestLine:
+def request_line(model_id: str, served_name: str, request: ModelRequest) -> RequestLine:
     """The request line of one call of model `model_id`, sent to a provider as `served_name`."""
-    body = chat_request(served_name, max_tokens, temperature, seed, tools, tool_choice, stop)
-    body["messages"] = openai_messages(messages)
-    if json_schema is not None:
-        body["response_format"] = {"type": "json_schema",
-                                   "json_schema": {"name": RESPONSE_FORMAT_NAME, "schema": json_schema, "strict": False}}
+    body = chat_request(served_name, request)
+    body["messages"] = openai_messages(request.messages)
+    if request.json_schema is not None:
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": RESPONSE_FORMAT_NAME, "schema": request.json_schema, "strict": False}}
     return RequestLine(custom_id="iba-" + stable_hash([model_id, body], 40), body=body)
 
 
-def call_params(body: dict[str, Any]) -> CallParams:
-    """The arguments of Backend.complete that produce `body` (the inverse of request_line)."""
+def call_params(body: dict[str, Any]) -> ModelRequest:
+    """The request that produces `body` (the inverse of request_line)."""
     fmt = body.get("response_format") or {}
     schema = fmt.get("json_schema", {}).get("schema") if fmt.get("type") == "json_schema" else fmt.get("schema")
     tools = [ToolSpec(name=t["function"]["name"], description=t["function"].get("description", ""),
@@ -125,9 +110,9 @@ def call_params(body: dict[str, Any]) -> CallParams:
     choice = body.get("tool_choice")
     if isinstance(choice, dict):
         choice = choice.get("function", {}).get("name")
-    return CallParams(messages=body["messages"], max_tokens=body.get("max_tokens", 512),
-                      temperature=body.get("temperature", 0.0), seed=body.get("seed"), json_schema=schema,
-                      tools=tools or None, tool_choice=choice, stop=body.get("stop"))
+    return ModelRequest(messages=body["messages"], max_tokens=body.get("max_tokens", 512),
+                        temperature=body.get("temperature", 0.0), seed=body.get("seed"), json_schema=schema,
+                        tools=tools or None, tool_choice=choice, stop=body.get("stop"))
 
 
 def completion_body(comp: Completion, model: str) -> dict[str, Any]:

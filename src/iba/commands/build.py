@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from iba.argtypes import nonnegative_int, out_folder, positive_int
+from iba.commands.model_options import add_backend_arguments, backend_from_args
 from iba.construct.presets import PRESETS
 
 EPILOG = """examples:
@@ -35,8 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="procedural",
         help="who writes the text: template banks (offline, deterministic, default) or a model (--model)",
     )
-    parser.add_argument("--model", default=None, help="model string for --writer llm, e.g. local:qwen2.5-coder-0.5b or openai:NAME")
-    parser.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models (or OPENAI_BASE_URL)")
+    add_backend_arguments(parser, model_default=None, model_help="for --writer llm: ")
     parser.add_argument(
         "--noise-ratio",
         type=float,
@@ -79,10 +79,8 @@ def main(args: argparse.Namespace) -> int:
         if not args.model:
             print("iba build: --writer llm needs --model (e.g. local:qwen2.5-coder-0.5b or openai:NAME)", file=sys.stderr)
             return 2
-        from iba.llm import resolve_backend
-
         try:
-            backend = resolve_backend(args.model, base_url=args.base_url)
+            backend = backend_from_args(args.model, args)
         except (ValueError, ModelNotInstalledError) as e:
             print(f"iba build: {e}", file=sys.stderr)
             return 2

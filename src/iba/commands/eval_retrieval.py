@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from iba.argtypes import positive_int
+from iba.commands.model_options import add_backend_arguments, backend_from_args
 
 EXPANSIONS = ("template", "llm")
 BUDGETS = (1000, 2000, 4000, 8000)
@@ -47,8 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "with --no-feedback --no-scan --no-contrast --k 3 --method dense: the paper's retrieval)")
     g.add_argument("--max-passages", type=positive_int, default=d.max_passages, help=f"passages kept (default {d.max_passages})")
     g.add_argument("--expansion", choices=EXPANSIONS, default="template", help="facet queries from templates (default) or an LLM")
-    g.add_argument("--model", default=None, help="model for --expansion llm (default: local:qwen2.5-coder-0.5b)")
-    g.add_argument("--base-url", default=None, help="server for openai: models")
+    add_backend_arguments(g, model_help="for --expansion llm: ")
     r = p.add_argument_group("reach (what a configuration's deciding prompts show)")
     r.add_argument("--agent", action="append", dest="agents", metavar="SPEC", default=[],
                    help="a model-free configuration to measure reach for, repeatable: rag, direct, "
@@ -56,7 +56,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--budget", action="append", type=positive_int, dest="budgets", metavar="TOKENS", default=[],
                    help=f"deciding-prompt size in tokens (about 4 characters each), repeatable (default: {', '.join(map(str, BUDGETS))})")
     p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--cache-dir", default=".iba-cache", help="history index cache (default .iba-cache)")
     add_embedder_arguments(p)
 
 
@@ -103,9 +102,7 @@ def main(args: argparse.Namespace) -> int:
             return 2
     backend = None
     if args.expansion == "llm":
-        from iba.llm import DEFAULT_MODEL, resolve_backend
-
-        backend = resolve_backend(args.model or DEFAULT_MODEL, base_url=args.base_url)
+        backend = backend_from_args(args.model, args)
     opts = deep_options(args)
     scenarios = ds.scenario_names  # public: the tasks' own names
     table = RecallTable()

@@ -23,8 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     p.add_argument("--concurrency", type=positive_int, default=4, help="judge calls in flight (default 4)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_backend_arguments(p)
-    p.set_defaults(model=None)  # the judge is the positional MODEL
+    add_backend_arguments(p, model=False)  # the judge is the positional MODEL
 
 
 def main(args: argparse.Namespace) -> int:
@@ -34,9 +33,6 @@ def main(args: argparse.Namespace) -> int:
     from iba.eval.judge_check import build_cases, format_result, judge_check
     from iba.commands.run import backend_from_args
 
-    if args.model not in (None, args.judge):
-        print("error: the judge is the positional MODEL; drop --model", file=sys.stderr)
-        return 2
     try:
         cases = build_cases(args.n, args.seed, dataset=args.dataset)
     except (ValueError, DatasetError, FileNotFoundError) as e:

@@ -9,83 +9,17 @@ import sys
 from pathlib import Path
 
 from iba.argtypes import positive_float, positive_int  # noqa: F401 - also imported from here by other commands
-from iba.llm import DEFAULT_MODEL
 
 
-# The one judge default of every command that judges (iba run, iba score, iba demo): the model that
-# acted judges its own text unless --judges names others. Said once, here, and shown by each --help.
-JUDGES_DEFAULT = "same"
-JUDGES_HELP = ("comma-separated judge model strings for Generate(text) checkpoints. 'same' (the default, in every "
-               "command that judges) = the model the run used (--model); 'best' = the strongest packaged model "
-               "installed (local:qwen2.5-coder-1.5b, else the 0.5B); 'none' = verifiers and slot matching only. No "
-               "small local model is a reliable judge (`iba judge-check`): judge on a real server for figures you "
-               "report")
-
-
-def add_backend_arguments(p: argparse.ArgumentParser) -> None:
-    """Options shared by every command that talks to a model."""
-    p.add_argument(
-        "--model", default=DEFAULT_MODEL,
-        help=f"model string (default: {DEFAULT_MODEL}). Forms: local:qwen2.5-coder-0.5b, "
-        "local:qwen2.5-coder-1.5b, local:smollm2-135m, local:/path/model.gguf (embedded llama.cpp), "
-        "openai:<model> (any OpenAI-compatible server: vLLM, Ollama, llama.cpp server, OpenAI...; "
-        "key from OPENAI_API_KEY)",
-    )
-    p.add_argument("--base-url", action="append", default=None, metavar="URL",
-                   help="server URL for openai: models (default: $OPENAI_BASE_URL); repeat it for replicas of "
-                   "the model: requests go to the least busy one, a failing one is avoided (docs/scaling.md)")
-    p.add_argument("--endpoints", type=Path, default=None, metavar="FILE",
-                   help="more server URLs for openai: models, one per line (# starts a comment)")
-    p.add_argument("--judge-base-url", action="append", default=None, metavar="URL",
-                   help="server URL for openai: judge models of --judges (repeatable; default: those of "
-                   "--base-url / --endpoints), e.g. to judge on other servers than the agent's")
-    p.add_argument("--max-in-flight-per-endpoint", type=positive_int, default=None, metavar="N",
-                   help="openai: requests in flight at once to one server URL (default 32)")
-    p.add_argument("--max-in-flight", type=positive_int, default=None, metavar="N",
-                   help="openai: requests in flight at once over all URLs of one model (default: no bound "
-                   "beyond the per-URL one)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk LLM response cache")
-    p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
-                   help="LLM response cache and retrieval index cache (default: .iba-cache)")
-    p.add_argument("--context-window", type=positive_int, default=None, metavar="TOKENS",
-                   help="the model's context window (default 8192): what direct, the full-context row, fills with "
-                   "the most recent turns, and what the agents' prompt budgets assume; for local: models, the "
-                   "llama.cpp context it loads with (memory grows with it). Say what your server serves, e.g. 131072")
-    p.add_argument("--call-timeout", type=positive_float, default=600.0,
-                   help="seconds one model call may take (default 600: an 8k-token prompt on the embedded "
-                   "0.5B model takes minutes on 2 cores); a call past it is errored, not retried, on local models")
-
-
-def backend_from_args(model: str, args: argparse.Namespace, *, judge: bool = False, sends: bool = True):
-    """The backend for `model` with the options of add_backend_arguments (servers, cache, call
-    timeout, in-flight bounds); judge=True: a judge model, on --judge-base-url if given.
-
-    Server URLs: --base-url (repeatable) then those of --endpoints FILE. Commands with their own
-    options (`iba score`) may lack some of these: absent means unset. A bad endpoints file is a
-    ValueError naming file:line."""
-    from iba.llm import resolve_backend
-
-    return resolve_backend(model, **backend_options(args, judge=judge), sends=sends)
-
-
-def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
-    """backend_from_args's keyword arguments for resolve_backend: plain values, so a Ray worker can
-    build the same backend itself (`iba run --executor ray`)."""
-    from iba.llm.endpoints import read_endpoints_file
-
-    def as_list(value) -> list[str]:
-        return [value] if isinstance(value, str) else list(value or [])
-
-    if judge and getattr(args, "judge_base_url", None):
-        urls = as_list(args.judge_base_url)
-    else:
-        urls = as_list(getattr(args, "base_url", None))
-        if getattr(args, "endpoints", None) is not None:
-            urls += read_endpoints_file(args.endpoints)
-    return dict(base_url=urls or None, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-                timeout=args.call_timeout, n_ctx=getattr(args, "context_window", None),
-                max_in_flight_per_endpoint=getattr(args, "max_in_flight_per_endpoint", None),
-                max_in_flight=getattr(args, "max_in_flight", None))
+# the model, endpoint and cache options of every command that calls a model, and the judge
+# default: commands/model_options.py (imported from here too by earlier code)
+from iba.commands.model_options import (  # noqa: E402, F401
+    JUDGES_DEFAULT,
+    JUDGES_HELP,
+    add_backend_arguments,
+    backend_from_args,
+    backend_options,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -186,14 +120,10 @@ def judge_backends(spec: str, run_backend, args, *, sends: bool = True) -> list:
 def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None,
                     users: list[str] | None = None) -> str | None:
     """Why --domain/--scenario/--user select nothing that exists (a typo would otherwise run 0 instances)."""
-    for flag, wanted, have in (("--domain", domains, {t.domain for t in ds.instances}),
-                               ("--scenario", scenarios, {t.scenario for t in ds.instances}),
-                               ("--user", users, {t.user_id for t in ds.instances})):
-        unknown = [v for v in wanted or [] if v not in have]
-        if unknown:
-            return (f"argument {flag}: {unknown[0]!r} is not in this dataset "
-                    f"(allowed: {', '.join(sorted(have))})")
-    return None
+    from iba.run.selection import Selection
+
+    problem = Selection(domains=domains, scenarios=scenarios, users=users).problem(ds, ("--domain", "--scenario", "--user"))
+    return f"argument {problem}" if problem else None
 
 
 def check_embedder(args: argparse.Namespace) -> str | None:

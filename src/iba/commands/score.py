@@ -14,8 +14,8 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from iba.argtypes import nonnegative_float, positive_float, positive_int
-from iba.commands.run import JUDGES_DEFAULT, JUDGES_HELP
+from iba.argtypes import nonnegative_float, positive_int
+from iba.commands.model_options import JUDGES_DEFAULT, JUDGES_HELP, add_backend_arguments
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,12 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="judge all checkpoints of a response in one call (cheaper; the paper uses one call each)")
     p.add_argument("--seed", type=int, default=42, help="judge seed of repeat 0 (default: 42)")
     p.add_argument("--concurrency", type=positive_int, default=4, help="judge calls in flight (default: 4)")
-    p.add_argument("--base-url", action="append", default=None, metavar="URL",
-                   help="server URL for openai: judges (default: $OPENAI_BASE_URL); repeat it for replicas of the "
-                   "judge model: calls go to the least busy one, a failing one is avoided (docs/scaling.md)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
-    p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"), help="LLM response cache (default: .iba-cache)")
-    p.add_argument("--call-timeout", type=positive_float, default=600.0, help="seconds one judge call may take (default 600)")
+    add_backend_arguments(p, model=False)  # the judges are --judges; every --base-url serves them
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -7,6 +7,7 @@ import asyncio
 import sys
 
 from iba.argtypes import positive_int
+from iba.commands.model_options import add_backend_arguments, backend_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sample", type=positive_int, default=200, help="number of instances to annotate (default 200, as in the paper)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the sample and the annotators (default 42)")
-    parser.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models (or OPENAI_BASE_URL)")
+    add_backend_arguments(parser, model=False)  # the models are --annotators
     parser.add_argument("--concurrency", type=positive_int, default=4, help="model calls in flight at once (default 4)")
     parser.add_argument("--out", default=None, help="where to write the report (default DATASET/validation.json)")
     parser.add_argument("--json", action="store_true", help="print the report's agreement figures as JSON")
@@ -31,7 +32,6 @@ def main(args: argparse.Namespace) -> int:
 
     from iba.construct.validate import format_table11, validate_dataset
     from iba.dataset import DatasetError
-    from iba.llm import resolve_backend
     from iba.llm.models import ModelNotInstalledError
 
     models = [m.strip() for m in args.annotators.split(",") if m.strip()]
@@ -41,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         backends = {}
         for m in dict.fromkeys(models):
-            backends[m] = resolve_backend(m, base_url=args.base_url)
+            backends[m] = backend_from_args(m, args)
         annotators = [(f"{m}#{i + 1}" if models.count(m) > 1 else m, backends[m]) for i, m in enumerate(models)]
         report = asyncio.run(
             validate_dataset(

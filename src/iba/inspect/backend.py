@@ -13,12 +13,12 @@ Callers validate the reply either way. A failed call is an LLMError (the runner'
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
-from iba.llm.base import Backend, Completion, LLMError, ToolCall, ToolSpec
-from iba.llm.toolcalls import offered_tools, parse_arguments
+from iba.llm.base import Backend, Completion, LLMError, ModelRequest, ToolCall
+from iba.llm.openai_compat import schema_note
+from iba.llm.toolcalls import parse_arguments
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +37,6 @@ def inline_refs(schema: Any, defs: dict[str, Any] | None = None) -> Any:
     if isinstance(schema, list):
         return [inline_refs(v, defs) for v in schema]
     return schema
-
-
-def schema_note(schema: dict[str, Any]) -> str:
-    return ("Reply with only a JSON object (no prose, no code fences) that matches this JSON schema:\n"
-            + json.dumps(schema, separators=(",", ":"), ensure_ascii=False))
 
 
 class InspectBackend(Backend):
@@ -75,26 +70,16 @@ class InspectBackend(Backend):
                 raise ValueError(f"message role {role!r} has no inspect equivalent")
         return out
 
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        seed: int | None = None,
-        json_schema: dict[str, Any] | None = None,
-        tools: list[ToolSpec] | None = None,
-        tool_choice: str | None = None,
-        stop: list[str] | None = None,
-    ) -> Completion:
+    async def send(self, request: ModelRequest) -> Completion:
         from inspect_ai.model import GenerateConfig, ResponseSchema
         from inspect_ai.tool import ToolFunction, ToolInfo, ToolParams
         from inspect_ai.util import JSONSchema
 
-        tools, tool_choice = offered_tools(tools, tool_choice)
-        config: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed,
-                                  "stop_seqs": stop or None}
-        msgs = list(messages)
+        request = request.offered()
+        tools, tool_choice, json_schema = request.tools, request.tool_choice, request.json_schema
+        config: dict[str, Any] = {"max_tokens": request.max_tokens, "temperature": request.temperature,
+                                  "seed": request.seed, "stop_seqs": request.stop or None}
+        msgs = list(request.messages)
         schema_mode = json_schema is not None and self.json_mode == "schema" and str(self.model) not in _PROMPT_JSON
         if json_schema is not None and self.json_mode == "json_object":
             config["extra_body"] = {"response_format": {"type": "json_object", "schema": inline_refs(json_schema)}}

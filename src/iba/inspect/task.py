@@ -37,6 +37,7 @@ from iba.eval.scoring import score_record
 from iba.inspect.backend import InspectBackend
 from iba.dataset import dataset_id
 from iba.run.runner import RunConfig, make_agent, run_one
+from iba.run.selection import Selection
 from iba.taxonomy import scenario_api
 from iba.types import RunRecord, ScoreRecord, TaskView
 
@@ -70,16 +71,15 @@ def _keys(dataset: str, cache_dir: str, answer_key: str | None) -> Any:
 
 
 def samples(ds: Dataset, *, limit: int | None, domains: list[str] | None, scenarios: list[str] | None) -> list[Sample]:
-    for flag, wanted, have in (("domains", domains, {t.domain for t in ds.instances}),
-                               ("scenarios", scenarios, {t.scenario for t in ds.instances})):
-        unknown = [v for v in wanted or [] if v not in have]
-        if unknown:  # a typo would otherwise evaluate nothing
-            raise ValueError(f"-T {flag}: {unknown[0]!r} is not in this dataset (allowed: {', '.join(sorted(have))})")
-    tasks = [t for t in ds.instances if (not domains or t.domain in domains) and (not scenarios or t.scenario in scenarios)]
+    """One sample per instance of the selection `iba run` applies to the same arguments (run/selection.py)."""
+    selection = Selection(domains=domains, scenarios=scenarios, limit=limit)
+    problem = selection.problem(ds, ("-T domains", "-T scenarios", "-T users"))
+    if problem:  # a typo would otherwise evaluate nothing
+        raise ValueError(problem)
     return [Sample(id=t.instance_id, input=t.query,
                    metadata={"domain": t.domain, "scenario": t.scenario, "action": t.action, "user_id": t.user_id,
                              "task": t.model_dump(mode="json")})
-            for t in tasks[:limit]]
+            for t in selection.select(ds)]
 
 
 @solver

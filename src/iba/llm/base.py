@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import Field
 
-from iba.types import Strict, Usage
+from iba.types.agent import Usage
+from iba.types.common import Strict
 
 
 class ToolSpec(Strict):
@@ -62,62 +63,74 @@ class CallDeferred(BaseException):
         self.custom_id = custom_id
 
 
+class ModelRequest(Strict):
+    """One model call: everything that decides the reply besides the model. Every backend takes one
+    (`Backend.send`); the response cache keys it (`cache_params`), a Batch API line is made from it
+    (iba.batch.lines) and read back into it, and the inspect backend maps it onto inspect's call.
+
+    json_schema: constrain the reply to JSON matching this schema (best effort per provider;
+    callers still validate). tools/tool_choice: function calling; tool_choice names a tool to
+    force, "auto", "required", "none" or None.
+    """
+
+    messages: list[dict[str, Any]]
+    max_tokens: int = 512
+    temperature: float = 0.0
+    seed: int | None = None
+    json_schema: dict[str, Any] | None = None
+    tools: list[ToolSpec] | None = None
+    tool_choice: str | None = None
+    stop: list[str] | None = None
+
+    def offered(self) -> ModelRequest:
+        """This request with tool_choice checked against the tools, and no tools at all when
+        tool_choice is "none" or there are none (backends that build their own prompt; an OpenAI
+        server is told "none" instead)."""
+        from iba.llm.toolcalls import offered_tools
+
+        tools, choice = offered_tools(self.tools, self.tool_choice)
+        if tools is self.tools and choice == self.tool_choice:
+            return self
+        return self.model_copy(update={"tools": tools, "tool_choice": choice})
+
+    def cache_params(self) -> dict[str, Any]:
+        """The parameters of this call as the response cache keys them (identical across providers;
+        the messages are keyed beside them)."""
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "json_schema": self.json_schema,
+            "tools": [t.model_dump() for t in self.tools] if self.tools else None,
+            "tool_choice": self.tool_choice,
+            "stop": self.stop,
+        }
+
+
 class Backend(ABC):
     """An LLM provider. `model_id` is the model string it was built from (no secrets in it)."""
 
     model_id: str
     context_window: int = 8192
 
-    @abstractmethod
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        seed: int | None = None,
-        json_schema: dict[str, Any] | None = None,
-        tools: list[ToolSpec] | None = None,
-        tool_choice: str | None = None,
-        stop: list[str] | None = None,
-    ) -> Completion:
-        """One chat completion.
+    async def complete(self, messages: list[dict[str, Any]], **options: Any) -> Completion:
+        """One chat completion; `options` are ModelRequest's fields (max_tokens, temperature, seed,
+        json_schema, tools, tool_choice, stop). Raises LLMError once retries are exhausted."""
+        return await self.send(ModelRequest(messages=messages, **options))
 
-        json_schema: constrain the reply to JSON matching this schema (best effort per provider;
-        callers still validate). tools/tool_choice: function calling; tool_choice names a tool to
-        force, "auto" or None. Raises LLMError once retries are exhausted.
-        """
+    @abstractmethod
+    async def send(self, request: ModelRequest) -> Completion:
+        """One chat completion of `request` (what every provider implements)."""
 
     def count_tokens(self, text: str) -> int:
         """Token count for budgeting prompts; providers with a tokenizer override this."""
         return approx_tokens(text)
+
+    async def aclose(self) -> None:  # pragma: no cover - default no-op
+        return None
 
 
 def approx_tokens(text: str) -> int:
     """About four characters per token: the budget count of a backend without a tokenizer (an
     OpenAI-compatible server), and of the model-free reach measure (`iba eval-retrieval`)."""
     return max(1, len(text) // 4)
-
-
-def request_params(
-    max_tokens: int,
-    temperature: float,
-    seed: int | None,
-    json_schema: dict[str, Any] | None,
-    tools: list[ToolSpec] | None,
-    tool_choice: str | None,
-    stop: list[str] | None,
-) -> dict[str, Any]:
-    """The parameters of one call as the response cache keys them (identical across providers)."""
-    return {
-        "max_tokens": max_tokens,
-        "temperature": temperature,
-        "seed": seed,
-        "json_schema": json_schema,
-        "tools": [t.model_dump() for t in tools] if tools else None,
-        "tool_choice": tool_choice,
-        "stop": stop,
-    }
-
-    async def aclose(self) -> None:  # pragma: no cover - default no-op
-        return None

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from iba.llm.base import Completion
+from iba.llm.base import Completion, ModelRequest
 from iba.llm.secrets import redact_stored
 
 # Bump when the meaning of a cached reply changes (e.g. how tool calls are produced).
@@ -104,8 +104,7 @@ async def through_cache(
     cache: ResponseCache | None,
     identity: str,
     model_id: str,
-    messages: list[dict[str, Any]],
-    params: dict[str, Any],
+    request: ModelRequest,
     produce: Any,  # async () -> Completion
 ) -> Completion:
     """Return the cached reply for this request, or produce, store and return a fresh one.
@@ -114,9 +113,10 @@ async def through_cache(
     hash for local models; for servers the served model name alone, so replicas behind several
     endpoints share answers. `model_id` is the readable label stored beside the reply.
     """
+    params = request.cache_params()
     if cache is None or not cacheable(params):
         return await produce()
-    key = cache_key(identity, messages, params)
+    key = cache_key(identity, request.messages, params)
     hit = await cache.aget(key)
     if hit is not None:
         return hit

@@ -28,7 +28,7 @@ from typing import Any
 from iba import cancel
 from iba.cpus import usable_cpus
 from iba.llm import models
-from iba.llm.base import Backend, Completion, LLMError, ToolSpec, request_params
+from iba.llm.base import Backend, Completion, LLMError, ModelRequest, ToolSpec
 from iba.llm.cache import ResponseCache, open_cache, through_cache
 from iba.llm.grammar import schema_gbnf
 from iba.llm.prompt_states import DEFAULT_BUDGET_MB, PromptStates
@@ -36,7 +36,6 @@ from iba.llm.retry import RetryPolicy, Verdict, call_with_retries
 from iba.llm.toolcalls import (
     forced_call_gbnf,
     messages_for_template,
-    offered_tools,
     openai_tools,
     parse_text_tool_calls,
 )
@@ -222,20 +221,8 @@ class LlamaCppBackend(Backend):
         # Tokenizing only reads the vocabulary, so it needs no lock (a generation may be running).
         return len(self._load().llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        seed: int | None = None,
-        json_schema: dict[str, Any] | None = None,
-        tools: list[ToolSpec] | None = None,
-        tool_choice: str | None = None,
-        stop: list[str] | None = None,
-    ) -> Completion:
-        tools, tool_choice = offered_tools(tools, tool_choice)
-        params = request_params(max_tokens, temperature, seed, json_schema, tools, tool_choice, stop)
+    async def send(self, request: ModelRequest) -> Completion:
+        request = request.offered()
 
         async def produce() -> Completion:
             loaded = await self._aload()  # outside the retry: a broken model file is not transient
@@ -244,39 +231,24 @@ class LlamaCppBackend(Backend):
             stop_event = cancel.current()  # run_in_executor does not carry the context: pass it on
 
             async def attempt() -> Completion:
-                return await loop.run_in_executor(
-                    loaded.executor,
-                    lambda: self._generate(loaded, messages, max_tokens, temperature, seed, json_schema, tools,
-                                           tool_choice, stop, stop_event),
-                )
+                return await loop.run_in_executor(loaded.executor, lambda: self._generate(loaded, request, stop_event))
 
             return await call_with_retries(attempt, model_id=self.model_id, policy=self.retry_policy, classify=_classify)
 
-        return await through_cache(self._cache, self._identity, self.model_id, messages, params, produce)
+        return await through_cache(self._cache, self._identity, self.model_id, request, produce)
 
     # ------------------------------------------------------------------ worker thread
 
-    def _generate(
-        self,
-        loaded: _Loaded,
-        messages: list[dict[str, Any]],
-        max_tokens: int,
-        temperature: float,
-        seed: int | None,
-        json_schema: dict[str, Any] | None,
-        tools: list[ToolSpec] | None,
-        tool_choice: str | None,
-        stop: list[str] | None,
-        stop_event: threading.Event | None = None,
-    ) -> Completion:
+    def _generate(self, loaded: _Loaded, req: ModelRequest, stop_event: threading.Event | None = None) -> Completion:
         from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
+        tools, tool_choice = req.tools, req.tool_choice
         with loaded.lock:
             cancel.check(stop_event)  # timed out while queued for the model: do not start
             llama = loaded.llama
-            msgs = messages_for_template(messages, tools, loaded.template_has_tools)
+            msgs = messages_for_template(req.messages, tools, loaded.template_has_tools)
             if loaded.formatter is None:
-                return self._generate_without_template(loaded, msgs, max_tokens, temperature, seed, json_schema, tools, tool_choice, stop)
+                return self._generate_without_template(loaded, msgs, req)
             rendered = loaded.formatter(
                 messages=msgs, tools=openai_tools(tools) if tools and loaded.template_has_tools else None
             )
@@ -284,9 +256,9 @@ class LlamaCppBackend(Backend):
             grammar = None
             if tools and tool_choice not in (None, "auto"):
                 grammar = LlamaGrammar.from_string(forced_call_gbnf(tools, tool_choice), verbose=False)
-            elif json_schema is not None:
-                grammar = _json_grammar(json_schema)
-            stops = list(stop or []) + ([rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or []))
+            elif req.json_schema is not None:
+                grammar = _json_grammar(req.json_schema)
+            stops = list(req.stop or []) + ([rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or []))
             deadline = time.monotonic() + self._timeout
             late = {"hit": False}
 
@@ -303,9 +275,9 @@ class LlamaCppBackend(Backend):
             reused = loaded.states.prepare(llama, prompt)
             resp = llama.create_completion(
                 prompt=prompt,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                seed=seed,
+                max_tokens=req.max_tokens,
+                temperature=req.temperature,
+                seed=req.seed,
                 stop=stops,
                 stopping_criteria=criteria,
                 grammar=grammar,
@@ -318,20 +290,20 @@ class LlamaCppBackend(Backend):
             choice, usage = resp["choices"][0], resp.get("usage") or {}
             return self._completion(choice.get("text") or "", choice.get("finish_reason"), usage, tools, reused)
 
-    def _generate_without_template(self, loaded: _Loaded, msgs, max_tokens, temperature, seed, json_schema, tools, tool_choice, stop) -> Completion:
+    def _generate_without_template(self, loaded: _Loaded, msgs: list[dict[str, Any]], req: ModelRequest) -> Completion:
         """A GGUF without a chat template: let llama-cpp-python pick its fallback chat format."""
         from llama_cpp import LlamaGrammar
 
         kwargs: dict[str, Any] = {}
-        if tools and tool_choice not in (None, "auto"):
-            kwargs["grammar"] = LlamaGrammar.from_string(forced_call_gbnf(tools, tool_choice), verbose=False)
-        elif json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+        if req.tools and req.tool_choice not in (None, "auto"):
+            kwargs["grammar"] = LlamaGrammar.from_string(forced_call_gbnf(req.tools, req.tool_choice), verbose=False)
+        elif req.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": req.json_schema}
         resp = loaded.llama.create_chat_completion(
-            messages=msgs, max_tokens=max_tokens, temperature=temperature, seed=seed, stop=stop or [], **kwargs
+            messages=msgs, max_tokens=req.max_tokens, temperature=req.temperature, seed=req.seed, stop=req.stop or [], **kwargs
         )
         choice, usage = resp["choices"][0], resp.get("usage") or {}
-        return self._completion(choice["message"].get("content") or "", choice.get("finish_reason"), usage, tools)
+        return self._completion(choice["message"].get("content") or "", choice.get("finish_reason"), usage, req.tools)
 
     def _completion(
         self, text: str, finish: str | None, usage: dict[str, Any], tools: list[ToolSpec] | None, reused: int = 0

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from iba.llm.base import Backend, Completion, ToolCall, ToolSpec, request_params
+from iba.llm.base import Backend, Completion, ModelRequest, ToolCall, ToolSpec
 from iba.llm.cache import ResponseCache, open_cache, through_cache
 from iba.llm.endpoints import DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT, FAILOVER_REASONS, Endpoint, EndpointPool, public_url
 from iba.llm.models import cache_root
@@ -162,33 +162,22 @@ class OpenAICompatBackend(Backend):
         """How JSON is requested now (see the module doc); changes after a server rejection."""
         return self._json_mode
 
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        seed: int | None = None,
-        json_schema: dict[str, Any] | None = None,
-        tools: list[ToolSpec] | None = None,
-        tool_choice: str | None = None,
-        stop: list[str] | None = None,
-    ) -> Completion:
-        check_tool_choice(tools, tool_choice)
-        params = request_params(max_tokens, temperature, seed, json_schema, tools, tool_choice, stop)
-        request = chat_request(self.model, max_tokens, temperature, seed, tools, tool_choice, stop)
-        msgs = openai_messages(messages)
+    async def send(self, request: ModelRequest) -> Completion:
+        check_tool_choice(request.tools, request.tool_choice)
+        body = chat_request(self.model, request)
+        msgs = openai_messages(request.messages)
+        json_schema, tools = request.json_schema, request.tools
         use_json = json_schema is not None and not tools
 
         sent = [0]  # requests sent for this call, over all endpoints and attempts
 
-        async def send(ep: Endpoint, mode: str | None) -> Completion:
+        async def post(ep: Endpoint, mode: str | None) -> Completion:
             sent[0] += 1
-            return await self._send(ep, msgs, request, json_schema, mode, tools)
+            return await self._send(ep, msgs, body, json_schema, mode, tools)
 
         async def attempt(mode: str | None) -> Completion:
             # one attempt of the retry loop = one pass over the endpoints that are up (failover is free)
-            return await self._pool.run(lambda ep: send(ep, mode), failover=failover_reason)
+            return await self._pool.run(lambda ep: post(ep, mode), failover=failover_reason)
 
         async def produce() -> Completion:
             while True:
@@ -216,7 +205,7 @@ class OpenAICompatBackend(Backend):
                     continue
                 raise final  # outside the except block: the provider exception is not kept as context
 
-        return await through_cache(self._cache, self._identity, self.model_id, messages, params, produce)
+        return await through_cache(self._cache, self._identity, self.model_id, request, produce)
 
     def _pool_error(self, e: ModelCallError, sent: int) -> ModelCallError:
         """The error of a call over several endpoints: the same class and reason, plus where its
@@ -281,21 +270,20 @@ class OpenAICompatBackend(Backend):
         self._clients = {}
 
 
-def chat_request(model: str, max_tokens: int, temperature: float, seed: int | None, tools: list[ToolSpec] | None,
-                 tool_choice: str | None, stop: list[str] | None) -> dict[str, Any]:
+def chat_request(model: str, req: ModelRequest) -> dict[str, Any]:
     """The Chat Completions request of one call, less its messages and response_format (shared with
     the Batch API request lines of iba.batch)."""
-    request: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": temperature}
-    if seed is not None:
-        request["seed"] = seed
-    if stop:
-        request["stop"] = stop
-    if tools:
-        request["tools"] = openai_tools(tools)
-        if tool_choice in ("auto", "none", "required"):
-            request["tool_choice"] = tool_choice
-        elif tool_choice:
-            request["tool_choice"] = {"type": "function", "function": {"name": tool_choice}}
+    request: dict[str, Any] = {"model": model, "max_tokens": req.max_tokens, "temperature": req.temperature}
+    if req.seed is not None:
+        request["seed"] = req.seed
+    if req.stop:
+        request["stop"] = req.stop
+    if req.tools:
+        request["tools"] = openai_tools(req.tools)
+        if req.tool_choice in ("auto", "none", "required"):
+            request["tool_choice"] = req.tool_choice
+        elif req.tool_choice:
+            request["tool_choice"] = {"type": "function", "function": {"name": req.tool_choice}}
     return request
 
 
@@ -352,11 +340,15 @@ def parse_chat_completion(resp: Any, tools: list[ToolSpec] | None, max_tokens: i
     )
 
 
+def schema_note(schema: dict[str, Any]) -> str:
+    """The instruction that asks for JSON of `schema` in the prompt (servers and providers that take
+    no schema; shared with iba.inspect.backend)."""
+    return ("Reply with only a JSON object (no prose, no code fences) that matches this JSON schema:\n"
+            + json.dumps(schema, separators=(",", ":"), ensure_ascii=False))
+
+
 def _with_schema_instruction(msgs: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
-    note = (
-        "Reply with only a JSON object (no prose, no code fences) that matches this JSON schema:\n"
-        + json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
-    )
+    note = schema_note(schema)
     out = list(msgs)
     if out and out[-1].get("role") == "user" and isinstance(out[-1].get("content"), str):
         out[-1] = dict(out[-1], content=out[-1]["content"] + "\n\n" + note)

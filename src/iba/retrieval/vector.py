@@ -1,7 +1,7 @@
-"""Dense search over one history's chunk vectors: exact inner product in numpy (faiss when asked).
+"""Dense search over one history's chunk vectors: exact inner product in numpy.
 
 A user's history is a few thousand chunks at most, where a numpy matmul on one BLAS thread takes well
-under a millisecond (one_blas_thread); faiss (`iba[faiss]`) is an option for very long histories.
+under a millisecond (one_blas_thread): no approximate index is needed.
 """
 
 from __future__ import annotations
@@ -44,16 +44,8 @@ def one_blas_thread() -> Iterator[None]:
 
 
 class VectorIndex:
-    def __init__(self, vectors: np.ndarray, use_faiss: bool = False) -> None:
+    def __init__(self, vectors: np.ndarray) -> None:
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        self._faiss = None
-        if use_faiss and len(self.vectors):
-            try:
-                import faiss
-            except ImportError:
-                raise RuntimeError("faiss search needs faiss-cpu: pip install 'iba[faiss]'") from None
-            self._faiss = faiss.IndexFlatIP(self.vectors.shape[1])
-            self._faiss.add(self.vectors)
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -66,9 +58,5 @@ class VectorIndex:
             return self.vectors @ query_vec.astype(np.float32)
 
     def search(self, query_vec: np.ndarray, k: int) -> list[tuple[int, float]]:
-        if self._faiss is not None:
-            k = min(k, len(self.vectors))
-            scores, ids = self._faiss.search(query_vec.reshape(1, -1).astype(np.float32), k)
-            return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
         s = self.scores(query_vec)
         return [(i, float(s[i])) for i in top_k(s, k)]

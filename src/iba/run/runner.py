@@ -27,7 +27,8 @@ from iba.eval.scoring import score_record
 from iba.llm.base import Backend, CallDeferred
 from iba.run.failures import classify
 from iba.run.oracle import history_for
-from iba.run.sample import Sample, bind_sample, draw_sample, make_sample
+from iba.run.sample import Sample, bind_sample
+from iba.run.selection import Selection
 from iba.run.store import Store
 from iba.taxonomy import scenario_api
 from iba.types import Action, AnswerKey, QAProbe, RunRecord, TaskView, Turn, Usage, stable_hash
@@ -59,6 +60,12 @@ class RunConfig:
     hidden: tuple[str, ...] = ()  # more files no agent may be shown (Agent.hide), beside the dataset's own
     sample: int | None = None  # `--sample N`: a stratified sample of N of the selected instances (run/sample.py)
     sample_seed: int = 0
+
+    @property
+    def selection(self) -> Selection:
+        """The instances this run takes (run/selection.py: the inspect task applies the same)."""
+        return Selection(instance_ids=self.instance_ids, domains=self.domains, scenarios=self.scenarios,
+                         users=self.users, sample=self.sample, sample_seed=self.sample_seed, limit=self.limit)
 
 
 @dataclass
@@ -209,36 +216,16 @@ def errored_record(spec: str, task: TaskView, *, dataset: str, model: str, trial
 
 def instance_pool(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
     """The instances the selection options (ids, --domain, --scenario) allow, before --sample/--limit."""
-    items = ds.instances
-    if cfg.instance_ids is not None:
-        by_id = {t.instance_id: t for t in items}
-        missing = [i for i in cfg.instance_ids if i not in by_id]
-        if missing:
-            raise ValueError(f"instances not in {ds.root}: {', '.join(missing[:5])}")
-        items = [by_id[i] for i in cfg.instance_ids]
-    if cfg.domains:
-        items = [t for t in items if t.domain in cfg.domains]
-    if cfg.scenarios:
-        items = [t for t in items if t.scenario in cfg.scenarios]
-    if cfg.users:
-        items = [t for t in items if t.user_id in cfg.users]
-    return items
+    return cfg.selection.pool(ds)
 
 
 def select_instances(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
-    items = instance_pool(ds, cfg)
-    if cfg.sample is not None:
-        items = draw_sample(items, cfg.sample, cfg.sample_seed)
-    return items[: cfg.limit] if cfg.limit else items
+    return cfg.selection.select(ds)
 
 
 def run_sample(ds: Dataset, cfg: RunConfig) -> Sample | None:
     """The record of `cfg`'s sample (None without --sample)."""
-    if cfg.sample is None:
-        return None
-    return make_sample(instance_pool(ds, cfg), cfg.sample, cfg.sample_seed, dataset=dataset_id(ds),
-                       dataset_instances=len(ds.instances),
-                       filters={"domain": cfg.domains or [], "scenario": cfg.scenarios or [], "user": cfg.users or []})
+    return cfg.selection.sample_record(ds)
 
 
 @dataclass

@@ -25,9 +25,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from iba.eval.judge_check import JudgeCheckResult
 from iba.llm.secrets import redact_stored
 from iba.eval.qa import split_qa_id
+from iba.run.calibrations import JudgeCalibrations
 from iba.run.sample import Sample
 from iba.types import IngestRecord, RunRecord, ScoreRecord
 
@@ -86,7 +86,7 @@ def _owner_alive(owner: str) -> bool:
     return True
 
 
-class Store:
+class Store(JudgeCalibrations):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if self.path.is_dir():
@@ -302,43 +302,6 @@ class Store:
         with self._lock:
             rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
         return [IngestRecord.model_validate_json(text) for (text,) in rows]
-
-    # ---------------------------------------------------------------- judge checks (iba judge-check)
-    _JUDGE_CHECKS_SCHEMA = """
-    CREATE TABLE IF NOT EXISTS judge_checks (
-        judge TEXT NOT NULL,
-        case_set_hash TEXT NOT NULL,
-        prompt_hash TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        record TEXT NOT NULL,
-        PRIMARY KEY (judge, case_set_hash, prompt_hash)
-    );
-    """
-
-    def _ensure_judge_checks(self) -> None:
-        with self._lock:
-            self._db.executescript(self._JUDGE_CHECKS_SCHEMA)
-
-    def put_judge_check(self, result: JudgeCheckResult) -> bool:
-        """Insert a JudgeCheckResult; False (nothing changed) when the same judge, case set and prompt is stored."""
-        self._ensure_judge_checks()
-        with self._lock, self._db:
-            cur = self._db.execute(
-                "INSERT OR IGNORE INTO judge_checks VALUES (?,?,?,?,?)",
-                (result.judge, result.case_set_hash, result.prompt_hash, result.created_at,
-                 redact_stored(result.model_dump_json())),
-            )
-            return cur.rowcount == 1
-
-    def judge_checks(self, judge: str | None = None) -> list[JudgeCheckResult]:
-        """Stored JudgeCheckResults (of one judge model id if given), oldest first."""
-        self._ensure_judge_checks()
-        sql, args = "SELECT record FROM judge_checks", ()
-        if judge is not None:
-            sql, args = sql + " WHERE judge=?", (judge,)
-        with self._lock:
-            rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
-        return [JudgeCheckResult.model_validate_json(text) for (text,) in rows]
 
     # ---------------------------------------------------------------- samples (iba run --sample)
     _SAMPLES_SCHEMA = """

@@ -1,0 +1,54 @@
+"""Judge calibrations (`iba judge-check`) in a result store: the `judge_checks` table, one
+JudgeCheckResult per (judge, case set, prompt), append-only. A part of Store (run/store.py), kept
+in its own module: reports and submissions read them beside the runs they judge."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+from iba.eval.judge_check import JudgeCheckResult
+from iba.llm.secrets import redact_stored
+
+
+class JudgeCalibrations:
+    """Store's judge_checks table (the Store holds the connection and its lock)."""
+
+    _db: sqlite3.Connection
+    _lock: threading.Lock
+
+    _JUDGE_CHECKS_SCHEMA = """
+    CREATE TABLE IF NOT EXISTS judge_checks (
+        judge TEXT NOT NULL,
+        case_set_hash TEXT NOT NULL,
+        prompt_hash TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (judge, case_set_hash, prompt_hash)
+    );
+    """
+
+    def _ensure_judge_checks(self) -> None:
+        with self._lock:
+            self._db.executescript(self._JUDGE_CHECKS_SCHEMA)
+
+    def put_judge_check(self, result: JudgeCheckResult) -> bool:
+        """Insert a JudgeCheckResult; False (nothing changed) when the same judge, case set and prompt is stored."""
+        self._ensure_judge_checks()
+        with self._lock, self._db:
+            cur = self._db.execute(
+                "INSERT OR IGNORE INTO judge_checks VALUES (?,?,?,?,?)",
+                (result.judge, result.case_set_hash, result.prompt_hash, result.created_at,
+                 redact_stored(result.model_dump_json())),
+            )
+            return cur.rowcount == 1
+
+    def judge_checks(self, judge: str | None = None) -> list[JudgeCheckResult]:
+        """Stored JudgeCheckResults (of one judge model id if given), oldest first."""
+        self._ensure_judge_checks()
+        sql, args = "SELECT record FROM judge_checks", ()
+        if judge is not None:
+            sql, args = sql + " WHERE judge=?", (judge,)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
+        return [JudgeCheckResult.model_validate_json(text) for (text,) in rows]
