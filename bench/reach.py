@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from iba.agents.base import AgentEnv, parse_agent_spec
 from iba.dataset import Dataset
 from iba.llm.base import Backend, Completion
@@ -187,6 +189,54 @@ async def measure(a: argparse.Namespace) -> None:
                 print(f"\r{n}/{len(todo)} done, {el:.0f}s elapsed, ETA {el / n * (len(todo) - n):.0f}s   ", end=end, file=sys.stderr, flush=True)
 
 
+def cluster_ci(hits: list[int], sizes: list[int], n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the share reached, resampling instances (an instance's
+    targets share its history and retrieval, so they are not independent draws)."""
+    h, m = np.asarray(hits, dtype=float), np.asarray(sizes, dtype=float)
+    idx = np.random.default_rng(seed).integers(0, h.size, size=(n_boot, h.size))
+    lo, hi = np.quantile(h[idx].sum(axis=1) / m[idx].sum(axis=1), [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def paired_ci(a: list[tuple[int, int]], b: list[tuple[int, int]], n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """Share reached by a minus share reached by b over the same instances ((hits, targets) per instance),
+    with its 95% bootstrap interval resampling instances."""
+    ha, hb, m = (np.asarray(x, dtype=float) for x in ([h for h, _ in a], [h for h, _ in b], [n for _, n in a]))
+    idx = np.random.default_rng(seed).integers(0, m.size, size=(n_boot, m.size))
+    diffs = (ha[idx].sum(axis=1) - hb[idx].sum(axis=1)) / m[idx].sum(axis=1)
+    lo, hi = np.quantile(diffs, [0.025, 0.975])
+    return float((ha.sum() - hb.sum()) / m.sum()), float(lo), float(hi)
+
+
+def _hits(r: dict, kind: str) -> tuple[int, int]:
+    flags = [t["reached"] for t in r["targets"].values() if t["kind"] == kind and t["reached"] is not None]
+    return sum(flags), len(flags)
+
+
+def against(path: Path, base: str) -> str:
+    """Each configuration minus `base` at the same budget, on the instances both have (paired)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = [r for r in rows if "instance_id" in r]
+    by = {(r["agent"], r["budget"], r["instance_id"]): r for r in rows}
+    out = [f"Paired against `{base}` (same instances, 95% bootstrap interval over instances):", "",
+           "| configuration | budget | slots, difference [95% CI] | checkpoints, difference [95% CI] |", "|---|---|---|---|"]
+    for spec, budget in dict.fromkeys((r["agent"], r["budget"]) for r in rows):
+        if spec == base:
+            continue
+        ids = [i for (s, b, i) in by if s == spec and b == budget and (base, budget, i) in by]
+        cells = []
+        for kind in ("slot", "checkpoint"):
+            pairs = [(_hits(by[(spec, budget, i)], kind), _hits(by[(base, budget, i)], kind)) for i in ids]
+            pairs = [(x, y) for x, y in pairs if x[1]]
+            if not pairs:
+                cells.append("–")
+                continue
+            d, lo, hi = paired_ci([x for x, _ in pairs], [y for _, y in pairs])
+            cells.append(f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        out.append(f"| `{spec}` | {budget if budget is not None else 'as built'} | {cells[0]} | {cells[1]} |")
+    return "\n".join(out)
+
+
 def report(path: Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     head = rows[0] if rows and "command" in rows[0] else {}
@@ -195,13 +245,19 @@ def report(path: Path) -> str:
     for r in rows:
         groups.setdefault((r["agent"], r["budget"]), []).append(r)
     out = [f"`{head.get('command', '')}`", "",
-           "| configuration | budget | slots reached (n) | checkpoints reached (n) | deciding prompt tokens, median |",
+           "| configuration | budget | slots reached [95% CI] (n) | checkpoints reached [95% CI] (n) | deciding prompt tokens, median |",
            "|---|---|---|---|---|"]
     for (spec, budget), rs in groups.items():
         cells = []
         for kind in ("slot", "checkpoint"):
-            flags = [t["reached"] for r in rs for t in r["targets"].values() if t["kind"] == kind and t["reached"] is not None]
-            cells.append(f"{sum(flags) / len(flags):.3f} ({len(flags)})" if flags else "–")
+            per = [[t["reached"] for t in r["targets"].values() if t["kind"] == kind and t["reached"] is not None] for r in rs]
+            per = [f for f in per if f]
+            n = sum(len(f) for f in per)
+            if not n:
+                cells.append("–")
+                continue
+            lo, hi = cluster_ci([sum(f) for f in per], [len(f) for f in per])
+            cells.append(f"{sum(map(sum, per)) / n:.3f} [{lo:.2f}, {hi:.2f}] ({n})")
         toks = statistics.median(r["tokens"] for r in rs)
         out.append(f"| `{spec}` | {budget if budget is not None else 'as built'} | {cells[0]} | {cells[1]} | {toks:.0f} |")
     return "\n".join(out)
@@ -221,6 +277,7 @@ def main() -> None:
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"))
     p.add_argument("--out", type=Path, required=True, help="JSONL of per-instance results (the resume point)")
     p.add_argument("--report-only", action="store_true")
+    p.add_argument("--against", metavar="SPEC", help="also report each configuration minus SPEC, paired by instance")
     a = p.parse_args()
     a.command = "python bench/reach.py " + " ".join(shlex.quote(x) for x in sys.argv[1:])
     a.agents = a.agents or ["rag", "iba?expansion=template&reranker=rules&compact=none"]
@@ -233,6 +290,8 @@ def main() -> None:
     if not a.report_only:
         asyncio.run(measure(a))
     print(report(a.out))
+    if a.against:
+        print("\n" + against(a.out, a.against))
 
 
 if __name__ == "__main__":

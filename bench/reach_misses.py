@@ -8,7 +8,11 @@ a model-free iba configuration, where its gold turns were lost (issue 26).
                     candidates by salience), and left out
   never retrieved   no gold turn of the target is in any passage Deep Retrieval found
 
-  python bench/reach_misses.py DATASET --users 8 --seed 101 --budget 4000 --cache-dir C [--spec 'unit=mixed']
+  python bench/reach_misses.py DATASET --users 8 --seed 101 --budget 4000 --cache-dir C [--spec 'unit=mixed'] [--show 30]
+
+Each miss is also counted by where its preference comes from (`preference`: a lasting one; `state`: a
+transient state, e.g. a recent injury that rules out a long walk) and by the Table 12 signal of its
+gold clause; --show prints misses with those and how many days before the request the gold turn is.
 
 Tuning aid: run it on a tuning sample, not on held-out users. Read-only except for the index cache.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+from datetime import datetime
 from pathlib import Path
 
 from iba.agents.base import AgentEnv, parse_agent_spec, parse_options
@@ -37,6 +42,9 @@ async def main(a: argparse.Namespace) -> None:
     spec = "iba?expansion=template&reranker=rules&compact=none" + (f"&{a.spec}" if a.spec else "")
     opts = parse_options(IBAOptions, {**parse_agent_spec(spec)[1], "budget": str(a.budget)}, "iba")
     stages: dict[str, collections.Counter[str]] = {"slot": collections.Counter(), "checkpoint": collections.Counter()}
+    # misses by where the preference comes from (a lasting preference, or a transient state) and the
+    # Table 12 signal of its gold clause
+    why: dict[str, collections.Counter[tuple[str, str, str]]] = {"slot": collections.Counter(), "checkpoint": collections.Counter()}
     for task in tasks:
         key = keys[task.instance_id]
         history = ds.history(task.user_id)
@@ -48,23 +56,33 @@ async def main(a: argparse.Namespace) -> None:
         kept = {t for p in tools.evidence for t in p.turn_ids}
         ranked = {t for p in tools.ranked for t in p.turn_ids}
         clauses, params = gold_clauses(key, turns), target_params(key)
-        evidence = {c.id: c.evidence for c in key.checkpoints} | {s.id: s.evidence for s in key.slots}
+        targets = {c.id: c for c in key.checkpoints} | {s.id: s for s in key.slots}
+        signals = {(lb.turn_id, lb.dimension): lb.signal_type for lb in key.evidence}
+        now = datetime.fromisoformat(task.now)
         for tid, hit in reached.items():
             if hit is None:
                 continue
             kind = "checkpoint" if params[tid] is None else "slot"
-            gold = set(evidence[tid])
+            target = targets[tid]
+            gold = set(target.evidence)
             stage = ("reached" if hit else "kept, not shown" if gold & kept else
                      "pool, not shown" if gold & (pool | ranked) else "never retrieved")
             stages[kind][stage] += 1
-            if not hit and a.show > 0:
+            if hit:
+                continue
+            signal = next((signals[(t, target.dimension)] for t in target.evidence if (t, target.dimension) in signals), "?")
+            why[kind][(stage, target.source, signal)] += 1
+            if a.show > 0:
                 a.show -= 1
-                print(f"{task.instance_id} {tid} {stage}: {clauses[tid][0][:140] if clauses[tid] else ''}")
+                days = min(((now - datetime.fromisoformat(turns[t].timestamp)).days for t in gold if t in turns), default=None)
+                print(f"{task.instance_id} {tid} {params[tid] or ''} {stage} ({target.source}, {signal}, {days} days before): "
+                      f"{clauses[tid][0][:140] if clauses[tid] else ''}")
     for kind, c in stages.items():
         n = sum(c.values())
         if n:
             print(f"{kind}s ({n}): " + ", ".join(f"{s} {c[s]} ({100 * c[s] / n:.0f}%)" for s in
                                                 ("reached", "kept, not shown", "pool, not shown", "never retrieved")))
+            print("  misses by stage, source, signal: " + ", ".join(f"{st} / {src} / {sig} {m}" for (st, src, sig), m in sorted(why[kind].items())))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,10 @@ import pytest
 from iba import registry
 from iba.agents.api_params import validate_params
 from iba.agents.base import AgentEnv, parse_agent_spec
+from iba.dataset import Dataset
 from iba.llm import resolve_backend
 from tests.agents.helpers import API_TASK, TEXT_TASK, small_history
+from tests.construct.conftest import demo_dir  # noqa: F401  (the demo build)
 
 pytestmark = pytest.mark.slow
 
@@ -66,3 +68,19 @@ async def test_agents_over_http(llama_server, tmp_path):
     last = [s for s in fc.trace if s.step == "controller"][-1]
     assert "final_output" in [c["name"] for c in last.outputs["tool_calls"]]
     assert last.inputs["tool_choice"] in ("auto", "final_output")
+
+
+async def test_cheap_preset_costs_what_rag_costs(smollm_backend, demo_dir, tmp_path):
+    """`iba?preset=cheap` on the demo build with an embedded model (SmolLM2): one LLM call per action,
+    at most 1.2k prompt tokens as the model counted them (rag's price), with the evidence view left
+    to fill the budget (turns were left out, so the bound held against a history larger than it)."""
+    ds = Dataset(demo_dir)
+    agent = _agent("iba?preset=cheap&max_tokens=80", smollm_backend, tmp_path)
+    for kind in ("call_api", "generate"):
+        task = next(t for t in ds.instances if t.action == kind)
+        action = await agent.act(task, ds.history(task.user_id))
+        _check(action, task, ["rerank_salience", "synthesize"])
+        llm = [s for s in action.trace if s.llm_calls]
+        assert [s.step for s in llm] == ["synthesize"] and llm[0].llm_calls == 1
+        assert 0 < llm[0].prompt_tokens <= 1200, llm[0].prompt_tokens
+        assert llm[0].inputs["view"]["left_out"] > 0

@@ -284,3 +284,23 @@ def test_options_that_would_change_nothing_are_rejected_by_name(opts, named):
     with pytest.raises(ValueError, match=re.escape(named)):
         parse_options(IBAOptions, opts, "iba")
     parse_options(IBAOptions, {k: v for k, v in opts.items() if k in ("retrieval", "btda", "reranker", "unit")}, "iba")
+
+
+async def test_cheap_preset_is_one_call_over_the_evidence_view(tmp_path):
+    backend = iba_backend()
+    action = await _agent(backend, tmp_path, preset="cheap").act(TEXT_TASK, small_history())
+    assert [s.step for s in action.trace] == FULL[:8] + ["synthesize"]
+    assert len(backend.calls) == 1 and action.trace[-1].prompt == "agent_synthesize"
+    assert "What the user said in past conversations" in backend.calls[0][0][-1]["content"]
+    o = parse_options(IBAOptions, {"preset": "cheap"}, "iba")
+    assert (o.expansion, o.reranker, o.btda, o.budget) == ("template", "rules", False, 1100)
+
+
+def test_options_beside_a_preset_override_it_and_are_checked():
+    assert parse_options(IBAOptions, {"preset": "cheap", "budget": "2000"}, "iba").budget == 2000
+    # the preset's own options are not the user's word: nothing it set is named as idle
+    assert parse_options(IBAOptions, {"preset": "cheap", "retrieval": "false"}, "iba").retrieval is False
+    with pytest.raises(ValueError, match=re.escape("compact would change nothing: btda=false")):
+        parse_options(IBAOptions, {"preset": "cheap", "compact": "none"}, "iba")
+    with pytest.raises(ValueError, match="option preset=lavish"):
+        parse_options(IBAOptions, {"preset": "lavish"}, "iba")

@@ -162,7 +162,7 @@ async def test_plan_alignment_with_align_slots_decides_and_enforces_the_params(t
     assert "Set cuisine = italian" in plan_result and "Set spice_level = none" in plan_result
 
 
-@pytest.mark.parametrize("opts", [{"btda": "false"}, {"retrieval": "false"}, {"synthesis": "rag", "btda": "true"}])
+@pytest.mark.parametrize("opts", [{"btda": "false"}, {"retrieval": "false"}, {"synthesis": "rag", "btda": "true"}, {"preset": "cheap"}])
 def test_pipeline_switches_are_rejected_by_name(tmp_path, opts):
     with pytest.raises(ValueError, match="would change nothing: iba-fc's controller") as e:
         _agent(ScriptedBackend(["x"]), tmp_path, **opts)

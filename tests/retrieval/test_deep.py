@@ -229,6 +229,38 @@ def test_slot_queries_one_per_choice_parameter_and_only_when_asked():
     assert labelled_queries(API_TASK, queries, slots=True)[-2:] == slots
 
 
+def test_value_queries_one_per_allowed_value_and_only_when_asked():
+    from iba.retrieval.deep import DeepRetrieval, MODEL_FREE, labelled_queries, value_queries
+
+    values = value_queries(API_TASK)
+    assert values == [("value", f"Cuisine. {v}") for v in ("sichuan", "japanese", "italian")] + [
+        ("value", f"How spicy. {v}") for v in ("none", "mild", "hot")]
+    assert value_queries(TEXT_TASK) == []
+    yes_no = {"type": "boolean", "enum": [True, False], "description": "Whether a parking space is included."}
+    schema = {**API_TASK.api_schema, "properties": {**API_TASK.api_schema["properties"], "parking": yes_no}}
+    assert value_queries(API_TASK.model_copy(update={"api_schema": schema}))[-1:] == [("value", yes_no["description"])]
+    queries = template_queries(API_TASK)
+    assert labelled_queries(API_TASK, queries, values=True)[-6:] == values
+    assert [q for _, q in labelled_queries(API_TASK, queries, slots=True, values=True)[6:8]] == [
+        q for _, q in slot_queries_of(API_TASK)]
+
+    async def nothing():
+        raise AssertionError("view_queries needs no index")
+
+    # the views rank turns by the queries the pool was searched with: the value queries only when on
+    for on in (False, True):
+        deep = DeepRetrieval(API_TASK, MODEL_FREE.model_copy(update={"values": on}), nothing)
+        deep.queries = queries
+        got = deep.view_queries()
+        assert got[0] == f"Food ordering: {API_TASK.query}" and got[1:6] == [q for _, q in queries.items()]
+        assert got[6:] == ([q for _, q in values] if on else [])
+
+
+def slot_queries_of(task):
+    from iba.retrieval.deep import slot_queries
+    return slot_queries(task)
+
+
 def test_contrast_scores_move_relevance_by_at_most_two_within_the_scale():
     import numpy as np
 

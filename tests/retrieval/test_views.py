@@ -82,3 +82,49 @@ def test_budget_zero_shows_nothing_and_similarity_breaks_ties():
     ranked = with_similarity(items, ["q"], encode)
     view = fit(ranked, approx_tokens(items[1].line()) + 2, approx_tokens)
     assert view.turn_ids == ["b"]
+
+
+def _encode_by_word(texts):
+    """A toy encoder: one axis per keyword, so a query is near exactly the turns that name its word."""
+    import numpy as np
+    words = ("alpha", "beta", "gamma")
+    vecs = np.array([[1.0 if w in t else 0.0 for w in words] + [0.1] for t in texts])
+    return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+def test_each_query_takes_its_turn_so_a_narrow_query_is_heard():
+    from iba.retrieval.views import each_query_in_turn, similarities
+    # three turns near the broad query "alpha", one near the narrow "beta"
+    items = [ViewItem(f"a{i}", f"2025-01-0{i + 1}", f"alpha note {i}", 5, 0) for i in range(3)]
+    items.append(ViewItem("b", "2025-01-09", "beta choice", 5, 0))
+    queries = ["alpha", "beta"]
+    sims = similarities(items, queries, _encode_by_word)
+    order = [it.turn_id for it in each_query_in_turn(items, sims)]
+    assert order[:2] == ["a0", "b"] and sorted(order) == sorted(it.turn_id for it in items)
+    one_line = approx_tokens(items[0].line()) + 2
+    # room for two lines: by the nearest query both would be alpha's (ties keep the passages' order)
+    passages = [Passage(chunk_id=f"p{i}", text=f"[{it.date} user] {it.text}", turn_ids=[it.turn_id], timestamps=[it.date],
+                        score=5.0) for i, it in enumerate(items)]
+    turns = {it.turn_id: make_history([("user", it.text)])[0].model_copy(update={"id": it.turn_id, "timestamp": it.date})
+             for it in items}
+    nearest = evidence_view(passages, turns, 2 * one_line, approx_tokens, queries, _encode_by_word)
+    each = evidence_view(passages, turns, 2 * one_line, approx_tokens, queries, _encode_by_word, order="each")
+    assert "b" not in nearest.turn_ids and "b" in each.turn_ids and len(each.turn_ids) == 2
+
+
+def test_the_latest_turns_come_first_within_their_share():
+    from iba.retrieval.views import latest_first
+    history = make_history([("user", "gamma old remark"), ("assistant", "ok"), ("user", "alpha relevant preference"),
+                            ("user", "beta newest aside"), ("user", "gamma newer aside")])
+    turns = {t.id: t for t in history}
+    newest_first = list(reversed(history))
+    one = approx_tokens(f"{history[-1].timestamp[:10]} | {history[-1].text}") + 2
+    assert [it.text for it in latest_first(newest_first, 2 * one, approx_tokens)] == ["gamma newer aside", "beta newest aside"]
+    assert latest_first(newest_first, one - 1, approx_tokens) == []
+    passages = [Passage(chunk_id="p", text=f"[{history[2].timestamp[:10]} user] {history[2].text}", turn_ids=[history[2].id],
+                        timestamps=[history[2].timestamp], score=8.0)]
+    plain = evidence_view(passages, turns, 3 * one, approx_tokens, ["alpha"], _encode_by_word)
+    assert plain.turn_ids == [history[2].id]
+    view = evidence_view(passages, turns, 3 * one, approx_tokens, ["alpha"], _encode_by_word, latest=newest_first, latest_budget=one)
+    # the newest turn, then the relevant one; listed oldest first
+    assert view.turn_ids == [history[2].id, history[-1].id]

@@ -88,11 +88,13 @@ class AlignmentTools(ToolState):
 
     async def view(self, budget: int, queries: Sequence[str] | None = None) -> View:
         """The evidence view of the ranked passages within `budget` tokens, by relevance to `queries`
-        (default: the task, its scenario and its facet queries)."""
+        (default: the task, its scenario and the queries Deep Retrieval searched with)."""
         if queries is None:
-            queries = [f"{self.task.scenario_name}: {self.task.query}", *(q for _, q in (self.queries.items() if self.queries else []))]
+            queries = self.deep.view_queries()
         encode = self._encode if self.index is not None else None
-        return await asyncio.to_thread(evidence_view, self.ranked, self.turns, budget, self.count, queries, encode)
+        latest = [t for t in reversed(self.history) if t.role == "user" and t.timestamp <= self.task.now] if self.o.recent else []
+        return await asyncio.to_thread(evidence_view, self.ranked, self.turns, budget, self.count, queries, encode, self.o.view,
+                                       latest, budget * self.o.recent // 100)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         """Vectors of texts, memoised per task (each view asks for the same turns again) and read from

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from iba.agents.answer import check_task, make_action
 from iba.agents.api_params import decoding_schema, validate_params
 from iba.agents.base import Agent, AgentError
-from iba.agents.iba_options import IBAOptions
+from iba.agents.iba_options import IBAOptions, explicit
 from iba.agents.preferences import preference_lines
 from iba.agents.toolkit import Toolkit
 from iba.agents.trace import Trace
@@ -41,7 +41,7 @@ PLAN = ["search_history", "expand_queries", "rerank_evidence", "extract_preferen
 PREVIEW_CHARS = 220  # passage text shown to the controller per hit (its context grows every step)
 
 
-PIPELINE_ONLY = ("retrieval", "btda", "synthesis")  # the pipeline's switches; the controller picks tools instead
+PIPELINE_ONLY = ("retrieval", "btda", "synthesis", "preset")  # the pipeline's switches; the controller picks tools instead
 
 
 class FCOptions(IBAOptions):
@@ -51,7 +51,7 @@ class FCOptions(IBAOptions):
 
     @model_validator(mode="after")
     def _no_pipeline_switches(self) -> "FCOptions":
-        given = [n for n in PIPELINE_ONLY if n in self.model_fields_set]
+        given = [n for n in PIPELINE_ONLY if n in explicit(self)]
         if given:
             raise ValueError(f"{', '.join(given)} would change nothing: iba-fc's controller chooses which tools run "
                              "(use the iba agent for the pipeline's ablations)")

@@ -40,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-feedback", action="store_true", help="without the relevance-feedback searches (feedback=false)")
     g.add_argument("--no-scan", action="store_true", help="without the signal-first cue scan (scan=false)")
     g.add_argument("--slots", action="store_true", help="one more query per API choice parameter (slots=true)")
+    g.add_argument("--values", action="store_true", help="one more query per allowed value of each API choice parameter (values=true)")
     g.add_argument("--contrast", action=argparse.BooleanOptionalAction, default=d.contrast,
                    help="relevance moved by how much nearer a passage is to the task's scenario name than to the "
                         f"dataset's other scenario names (contrast=true; default {'on' if d.contrast else 'off'})")
@@ -62,7 +63,7 @@ def deep_options(args: argparse.Namespace):
     from iba.retrieval.deep import DeepOptions
 
     return DeepOptions(expansion="template", reranker="rules", k=args.k, method=args.method, feedback=not args.no_feedback,
-                       scan=not args.no_scan, repeats=not args.no_repeats, slots=args.slots, contrast=args.contrast,
+                       scan=not args.no_scan, repeats=not args.no_repeats, slots=args.slots, values=args.values, contrast=args.contrast,
                        max_passages=args.max_passages)
 
 

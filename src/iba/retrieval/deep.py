@@ -72,10 +72,10 @@ class DeepResult(Strict):
     ranked: list[Passage] = Field(default_factory=list)  # retained, then the other candidates by salience
 
 
-def labelled_queries(task: TaskView, queries: FacetQueries, slots: bool = False) -> list[tuple[str, str]]:
+def labelled_queries(task: TaskView, queries: FacetQueries, slots: bool = False, values: bool = False) -> list[tuple[str, str]]:
     """The task text first ("task"), then one query per facet, then (with `slots`) one per choice
-    parameter of an API task."""
-    return [("task", task.query), *queries.items(), *(slot_queries(task) if slots else [])]
+    parameter of an API task, then (with `values`) one per allowed value of each."""
+    return [("task", task.query), *queries.items(), *(slot_queries(task) if slots else []), *(value_queries(task) if values else [])]
 
 
 def slot_queries(task: TaskView) -> list[tuple[str, str]]:
@@ -89,6 +89,24 @@ def slot_queries(task: TaskView) -> list[tuple[str, str]]:
         if prop.get("enum"):
             opts = ", ".join(str(v).replace("_", " ") for v in prop["enum"])
             out.append(("slot", f"{prop.get('description') or name.replace('_', ' ')} {opts}"))
+    return out
+
+
+def value_queries(task: TaskView) -> list[tuple[str, str]]:
+    """One query ("value") per allowed value of each enum parameter of the task's API schema: the
+    parameter's description and that one value.
+
+    The user who settled a choice talks about what they chose (a bunk on a night train, not the
+    list of travel modes), and a query that names every option is as near to each as to none;
+    one value per query lets similarity find the turns about that value. Public schema text only."""
+    out = []
+    for name, prop in ((task.api_schema or {}).get("properties") or {}).items():
+        about = prop.get("description") or name.replace("_", " ")
+        values = prop.get("enum") or ()
+        if values and all(isinstance(v, bool) for v in values):  # yes or no: the question is the query
+            out.append(("value", about))
+            continue
+        out.extend(("value", f"{about} {str(v).replace('_', ' ')}") for v in values)
     return out
 
 
@@ -379,6 +397,7 @@ class DeepOptions(Strict):
     scan: bool = True  # signal-first scan: cue-bearing passages most similar to the queries
     repeats: bool = True  # fold in the turns where the user repeated a kept passage's cue sentence
     slots: bool = False  # one more query per API choice parameter (`slot_queries`)
+    values: bool = False  # one more query per allowed value of each API choice parameter (`value_queries`)
     # move each candidate's relevance by how much nearer it is to the task's scenario name than to
     # the benchmark's other scenario names (3 or more; `CONTRAST_WEIGHT` points per pool sd)
     contrast: bool = False
@@ -466,13 +485,20 @@ class DeepRetrieval:
         return self.queries
 
     def _labelled(self) -> list[tuple[str, str]]:
-        return labelled_queries(self.task, self.queries, slots=self.o.slots) if self.queries else [("task", self.task.query)]
+        if not self.queries:
+            return [("task", self.task.query)]
+        return labelled_queries(self.task, self.queries, slots=self.o.slots, values=self.o.values)
+
+    def view_queries(self) -> list[str]:
+        """What the evidence views rank a turn by (its nearest one): the task with its scenario's name,
+        then every query the pool was searched with (facets, and the slot and value queries when on)."""
+        return [f"{self.task.scenario_name}: {self.task.query}", *(q for label, q in self._labelled() if label != "task")]
 
     async def search_facets(self) -> list[Passage]:
         """Top-k passages for each facet sub-query (and slot query), in one batch; they join the pool."""
         index = await self._index()
         queries = self.queries or await self.expand()
-        extra = slot_queries(self.task) if self.o.slots else []
+        extra = [*(slot_queries(self.task) if self.o.slots else []), *(value_queries(self.task) if self.o.values else [])]
         labelled = [*queries.items(), *extra]
         with self.trace.step("facet_retrieve", {"queries": queries, "slot_queries": [q for _, q in extra],
                                                 "k": self.o.k, "method": self.o.method}) as step:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 
@@ -123,15 +124,45 @@ def user_turns(passages: Sequence[Passage], turns: Mapping[str, Turn]) -> list[V
     return list(items.values())
 
 
-def with_similarity(items: list[ViewItem], queries: Sequence[str], encode: Callable[[list[str]], np.ndarray] | None) -> list[ViewItem]:
-    """Each item's cosine similarity to the nearest query (items unchanged without an encoder or queries)."""
+def similarities(items: list[ViewItem], queries: Sequence[str], encode: Callable[[list[str]], np.ndarray] | None) -> np.ndarray | None:
+    """Cosine similarity of each item (rows) to each query (columns); None without an encoder, queries or items."""
     if encode is None or not queries or not items:
-        return items
+        return None
     # a user turn is embedded as the turn index embeds it ("user: words"), so its vector is usually stored already
     vecs = encode(list(queries) + [f"user: {it.text}" for it in items])
     with one_blas_thread():
-        sims = (vecs[len(queries):] @ vecs[: len(queries)].T).max(axis=1)
-    return [ViewItem(it.turn_id, it.date, it.text, it.salience, it.signal, float(s), list(it.again)) for it, s in zip(items, sims)]
+        return vecs[len(queries):] @ vecs[: len(queries)].T
+
+
+def with_similarity(items: list[ViewItem], queries: Sequence[str], encode: Callable[[list[str]], np.ndarray] | None,
+                    sims: np.ndarray | None = None) -> list[ViewItem]:
+    """Each item's cosine similarity to the nearest query (items unchanged without an encoder or queries)."""
+    sims = similarities(items, queries, encode) if sims is None else sims
+    if sims is None:
+        return items
+    return [replace(it, similarity=float(s), again=list(it.again)) for it, s in zip(items, sims.max(axis=1))]
+
+
+def each_query_in_turn(items: list[ViewItem], sims: np.ndarray) -> list[ViewItem]:
+    """The items in the order the queries take turns to pick: each query's most relevant item not yet
+    picked (relevance with that query's similarity), then each one's next, and so on.
+
+    Ranking by the nearest query lets the queries whose words are near most of the history (the
+    task's own, the facets') fill the view before a narrow one (one API parameter's value) is
+    heard; in turn, every query gets its best turns shown."""
+    per_query = [
+        sorted(range(len(items)), key=lambda i, q=q: -replace(items[i], similarity=float(sims[i, q])).relevance)
+        for q in range(sims.shape[1])
+    ]
+    order: list[int] = []
+    taken: set[int] = set()
+    for rank in range(len(items)):
+        for ranked in per_query:
+            i = ranked[rank]
+            if i not in taken:
+                taken.add(i)
+                order.append(i)
+    return [items[i] for i in order]
 
 
 @dataclass
@@ -143,15 +174,15 @@ class View:
     left_out: int  # items that did not fit
 
 
-def fit(items: Sequence[ViewItem], budget: int, count: Count) -> View:
-    """The most relevant items whose lines fit in `budget` tokens, oldest first. A turn too long for
-    what is left is shown as its most relevant whole sentences that fit, with CUT marks; one that no
-    sentence of fits is left out."""
+def fit(items: Sequence[ViewItem], budget: int, count: Count, ranked: bool = False) -> View:
+    """The most relevant items whose lines fit in `budget` tokens, oldest first (`ranked`: the items
+    are in the order to take them already). A turn too long for what is left is shown as its most
+    relevant whole sentences that fit, with CUT marks; one that no sentence of fits is left out."""
     chosen: list[tuple[ViewItem, str]] = []
     cut: list[str] = []
     used = 0
-    ranked = sorted(items, key=lambda it: -it.relevance)  # stable: ties keep the passages' order
-    for it in ranked:
+    order = list(items) if ranked else sorted(items, key=lambda it: -it.relevance)  # stable: ties keep the passages' order
+    for it in order:
         line = it.line()
         cost = count(line) + LINE_COST
         if used + cost <= budget:
@@ -192,10 +223,43 @@ def _join(sents: list[str], keep: set[int]) -> str:
     return " ".join(out)
 
 
+ViewOrder = Literal["nearest", "each"]
+
+
+def latest_first(latest: Sequence[Turn], budget: int, count: Count) -> list[ViewItem]:
+    """The user's latest turns (given newest first) whose whole lines fit in `budget` tokens together."""
+    out: list[ViewItem] = []
+    used = 0
+    for t in latest:
+        text = whole(t)
+        if t.role != "user" or not text:
+            continue
+        it = ViewItem(t.id, t.timestamp[:10], text, salience=0.0, signal=SIGNAL_POINTS[text_signal(text)])
+        used += count(it.line()) + LINE_COST
+        if used > budget:
+            break
+        out.append(it)
+    return out
+
+
 def evidence_view(
     passages: Sequence[Passage], turns: Mapping[str, Turn], budget: int, count: Count,
-    queries: Sequence[str] = (), encode: Callable[[list[str]], np.ndarray] | None = None,
+    queries: Sequence[str] = (), encode: Callable[[list[str]], np.ndarray] | None = None, order: ViewOrder = "nearest",
+    latest: Sequence[Turn] = (), latest_budget: int = 0,
 ) -> View:
     """The whole user turns of `passages` (ranked by Deep Retrieval, best first) that fit `budget`
-    tokens, most relevant to `queries` first, listed oldest first."""
-    return fit(with_similarity(user_turns(passages, turns), queries, encode), max(0, budget), count)
+    tokens, listed oldest first; taken most relevant to the nearest of `queries` first, or with
+    `order="each"` as the queries take turns (`each_query_in_turn`). With `latest` (the user's turns
+    before the request, newest first), the newest of them that fit in `latest_budget` come first,
+    whatever their relevance: what the user said last tells what holds for them now."""
+    items = user_turns(passages, turns)
+    sims = similarities(items, queries, encode)
+    if order == "each" and sims is not None:
+        ranked = each_query_in_turn(items, sims)
+    else:
+        ranked = sorted(with_similarity(items, queries, encode, sims), key=lambda it: -it.relevance)  # stable
+    first = latest_first(latest, min(latest_budget, budget), count) if latest else []
+    if first:
+        said = {it.text for it in first}
+        ranked = first + [it for it in ranked if it.text not in said]
+    return fit(ranked, max(0, budget), count, ranked=True)
