@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--v3", type=Path, help="a generator-3 build to measure (default: build one)")
     p.add_argument("--preset", default="full", choices=("demo", "small", "full"))
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--personas", type=int, default=0, help="measure this many users (drawn with seed 0, the same in "
+                   "both builds; default 0: all)")
     p.add_argument("--json", type=Path, help="also write the figures here")
     args = p.parse_args(argv)
     from iba.construct.coherence import measure
@@ -65,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{root}: generator_version is {got}, not {version}", file=sys.stderr)
                 return 2
             print(f"measuring {root} ...", file=sys.stderr, flush=True)
-            figures[f"v{version}"] = {"coherence": measure(root), "audit": audit(root)}
+            users = sorted(f.stem for f in (root / "histories").glob("*.jsonl"))
+            if args.personas:
+                random.Random(0).shuffle(users)
+                users = sorted(users[: args.personas])
+            figures[f"v{version}"] = {"coherence": measure(root, users), "audit": audit(root)}
     print(json.dumps(figures, indent=2))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
