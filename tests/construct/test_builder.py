@@ -106,6 +106,8 @@ def test_generator_3_keeps_the_plan_and_the_answer_key(demo_dir, tmp_path):
 def test_an_unknown_generator_version_is_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown generator version 7; choose from 2, 3"):
         build_dataset(tmp_path, preset="demo", progress=False, generator=7)
+    with pytest.raises(ValueError, match="--generator 2 is for the procedural writer"):
+        build_dataset(tmp_path, preset="demo", progress=False, generator=2, writer="llm", backend=object())  # type: ignore[arg-type]
 
 
 def test_the_build_is_the_same_for_any_number_of_workers(small_dir, tmp_path):

@@ -281,6 +281,8 @@ def build_dataset(
         raise ValueError("the llm writer needs a model: pass --model (and --base-url for an openai: server)")
     if generator not in GENERATOR_VERSIONS:
         raise ValueError(f"unknown generator version {generator}; choose from {', '.join(map(str, GENERATOR_VERSIONS))}")
+    if writer == "llm" and generator != GENERATOR_VERSION:  # its procedural parts are the current version's
+        raise ValueError(f"--generator {generator} is for the procedural writer; the llm writer builds with version {GENERATOR_VERSION}")
     if workers is not None and workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     # the llm writer holds every plan in one process (its requests are batched over the whole build)

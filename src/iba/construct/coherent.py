@@ -30,7 +30,6 @@ from iba.construct.noise import Voice, aside
 from iba.construct.noise_topics import NoiseTopic, load_noise_topics
 from iba.construct.plan_types import NoiseSpec
 
-VERSION = 3
 ASIDE_RATE = 0.2  # share of user turns with an aside (one at most); one in five; v2: 80% of noise user turns had 1-3
 # A user turn's length comes from what the user tells about the topic (its details), no longer from
 # asides: noise user turns must run as long as preference turns (the tells' turn length, <= 0.6 AUC)
