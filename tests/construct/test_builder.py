@@ -27,12 +27,13 @@ def test_demo_build_is_byte_identical_for_a_seed(demo_dir, tmp_path):
         assert a[name] == b[name], f"{name} differs between two builds with seed 42"
 
 
-# sha256 (first 16 hex digits) of every file of `iba build --preset demo --seed 42` but stats.json
+# sha256 (first 16 hex digits) of every file of `iba build --preset demo --seed 42` but stats.json,
+# for each generator version (v2: `--generator 2`, recorded before v3 existed and kept as it was)
 # (derived from these by `iba stats`, with its own tests): recorded, so that a change that alters the
 # dataset cannot pass unnoticed (two builds by the same code agree with each other whatever it does).
 # A change meant to alter the dataset records the new digests (`python tests/construct/test_builder.py`
 # prints them) and says so in its commit; a figure measured on a build names the generator version.
-DEMO_SEED_42 = {
+DEMO_SEED_42_V2 = {
     "answer_key.jsonl": "9261c0fca04b0e52",
     "distractors.jsonl": "59b10fb84035fff9",
     "histories/u0000.jsonl": "05c2e67a5a3dd3ad",
@@ -46,6 +47,18 @@ DEMO_SEED_42 = {
 }
 
 
+DEMO_SEED_42 = {  # generator version 3 (the default)
+    "answer_key.jsonl": "8744f2d402389ce3",
+    "distractors.jsonl": "c333e78195aa1b50",
+    "histories/u0000.jsonl": "a0d5050b121cb437",
+    "histories/u0001.jsonl": "fd81c2950f95daf0",
+    "histories/u0002.jsonl": "5e1445c29f33ef03",
+    "histories/u0003.jsonl": "243f7443196e98e7",
+    "instances.jsonl": "e4b69303ccb894ae",
+    "manifest.json": "b7a03a70b26431b2",
+    "persona_states.jsonl": "abf1af43238a794e",
+    "personas.jsonl": "758275fe214c16fe",
+}
 def _digests(root):
     import hashlib
 
@@ -56,6 +69,45 @@ def test_demo_build_has_the_recorded_bytes(demo_dir):
     got = _digests(demo_dir)
     changed = sorted(k for k in got.keys() | DEMO_SEED_42.keys() if got.get(k) != DEMO_SEED_42.get(k))
     assert not changed, f"the demo build (seed 42) changed: {changed}; if that is meant, record the new digests {got}"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_generator_2_still_builds_its_recorded_bytes(tmp_path, workers):
+    """`--generator 2` builds what v2 built (its digests were recorded by v2's own code, with two
+    workers), in one process or two."""
+    build_dataset(tmp_path, preset="demo", seed=42, progress=False, generator=2, workers=workers)
+    got = _digests(tmp_path)
+    changed = sorted(k for k in got.keys() | DEMO_SEED_42_V2.keys() if got.get(k) != DEMO_SEED_42_V2.get(k))
+    assert not changed, f"the generator-2 demo build (seed 42) changed: {changed}"
+    assert json.loads((tmp_path / "manifest.json").read_text())["params"]["generator_version"] == 2
+
+
+def _without_spans(x):
+    """An answer key record without what the text decides (where each cue sits, its capitals)."""
+    if isinstance(x, dict):
+        return {k: _without_spans(v) for k, v in x.items() if k not in ("span", "clause")}
+    if isinstance(x, list):
+        return [_without_spans(v) for v in x]
+    return x
+
+
+def test_generator_3_keeps_the_plan_and_the_answer_key(demo_dir, tmp_path):
+    """The plan is shared: the same instances and personas, and the same answer key but for the
+    spans (the text around each cue is v3's), as v2 for the same seed."""
+    build_dataset(tmp_path, preset="demo", seed=42, progress=False, generator=2)
+    for name in ("instances.jsonl", "personas.jsonl", "persona_states.jsonl"):
+        assert (tmp_path / name).read_bytes() == (demo_dir / name).read_bytes(), name
+    keys = [[_without_spans(json.loads(line)) for line in (root / "answer_key.jsonl").read_text().splitlines()] for root in (tmp_path, demo_dir)]
+    assert keys[0] == keys[1]
+    assert (tmp_path / "answer_key.jsonl").read_bytes() != (demo_dir / "answer_key.jsonl").read_bytes()  # the spans moved
+    assert json.loads((demo_dir / "manifest.json").read_text())["params"]["generator_version"] == 3
+
+
+def test_an_unknown_generator_version_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown generator version 7; choose from 2, 3"):
+        build_dataset(tmp_path, preset="demo", progress=False, generator=7)
+    with pytest.raises(ValueError, match="--generator 2 is for the procedural writer"):
+        build_dataset(tmp_path, preset="demo", progress=False, generator=2, writer="llm", backend=object())  # type: ignore[arg-type]
 
 
 def test_the_build_is_the_same_for_any_number_of_workers(small_dir, tmp_path):
@@ -260,7 +312,7 @@ def test_bad_knobs_say_what_to_fix(tmp_path):
         build_dataset(tmp_path, preset="demo", writer="llm", progress=False)
 
 
-if __name__ == "__main__":  # print the digests to record in DEMO_SEED_42
+if __name__ == "__main__":  # print the digests to record in DEMO_SEED_42 (the default generator)
     import tempfile
     from pathlib import Path
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from iba.construct.noise_topics import MIN_COUNTS, load_noise_topics
+import pytest
+from pydantic import ValidationError
+
+from iba.construct.noise_topics import MIN_COUNTS, NoiseTopic, load_noise_topics
 
 FIELDS = tuple(MIN_COUNTS)
 # first-person preference phrasing: noise must not state likes, dislikes, habits or choices
@@ -58,3 +61,13 @@ def test_no_sentence_is_written_twice():
 def test_noise_states_no_preference():
     hits = [(t.id, field, s) for t, field, _, s in _sentences() if PREFERENCE.search(s)]
     assert not hits, hits[:20]
+
+
+def test_answer_pairs_are_checked():
+    """The v3 pairs must give one fact index (or -1) per question / opener."""
+    t = load_noise_topics()[0].model_dump()
+    with pytest.raises(ValidationError, match="answers has 2 entries for 5 questions"):
+        NoiseTopic.model_validate({**t, "answers": [0, 1]})
+    with pytest.raises(ValidationError, match=r"opener_answers: \[99\] is not a fact index"):
+        NoiseTopic.model_validate({**t, "opener_answers": [99, -1, -1]})
+    assert NoiseTopic.model_validate({**t, "answers": None}).answers is None  # v2 data without pairs still loads

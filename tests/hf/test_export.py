@@ -13,7 +13,7 @@ pytest.importorskip("pyarrow")
 datasets = pytest.importorskip("datasets")
 
 from iba.cli import main  # noqa: E402
-from iba.construct.builder import build_dataset  # noqa: E402
+from iba.construct.builder import GENERATOR_VERSION, build_dataset  # noqa: E402
 from iba.dataset import Dataset, read_jsonl, write_jsonl  # noqa: E402
 from iba.hf import HFError  # noqa: E402
 from iba.hf.export import export_hf  # noqa: E402
@@ -106,14 +106,14 @@ def test_the_card_has_configs_features_license_generator_stats_and_tells(export,
     manifest = Dataset(demo_with_labels).manifest
     assert meta["license"] == "mit" and meta["iba"]["seed"] == manifest.seed
     assert meta["iba"]["generator"] == manifest.generator and meta["iba"]["held_back"] == []
-    assert meta["iba"]["generator_version"] == manifest.params["generator_version"] == 2
+    assert meta["iba"]["generator_version"] == manifest.params["generator_version"] == GENERATOR_VERSION
     assert "Overall" in text and "E1" in text  # Table 2
     # one meaning per name: the tell audit is the lexical one (README), the surface AUCs are the feature audit
     tell = text.split("## Tell audit")[1].split("##")[0]
     assert "TF-IDF" in tell and "precision at N" in tell and "persona(s) and tested on" in tell
     assert "session_length" not in tell and "too few to read" in tell  # the demo's 2 test evidence turns
     assert "session_length" in text.split("## Feature audit")[1].split("##")[0]
-    assert "iba iba" not in text and "generator version 2" in text
+    assert "iba iba" not in text and f"generator version {GENERATOR_VERSION}" in text
     assert "## Limitations" in text and "## Citation" in text and "@misc{iba_bench" in text
     assert json.loads((export / "iba_manifest.json").read_text()) == manifest.model_dump(mode="json")
 

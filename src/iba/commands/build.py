@@ -64,6 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="procedural writer: processes that plan and write the personas' histories (default: 2, or 1 on a "
         "one-CPU machine); the dataset is byte-identical for any number",
     )
+    parser.add_argument(
+        "--generator", type=int, choices=(2, 3), default=3,
+        help="procedural generator version: 3 (default) writes coherent exchanges (an answer to the question asked, "
+        "one topic through a session, few asides); 2 builds what earlier releases built, for comparison",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -102,6 +107,7 @@ def main(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             distractors_on=not args.no_distractors,
             workers=args.workers,
+            generator=args.generator,
         )
     except (ValueError, DatasetError) as e:
         print(f"iba build: {e}", file=sys.stderr)

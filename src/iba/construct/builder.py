@@ -36,8 +36,10 @@ from iba.types import Manifest, Persona, PersonaStates, Scenario, Taxonomy
 
 TextFn = Callable[[PersonaPlan, SessionPlan], list[str]]
 # 1: the first procedural writer; 2: distractor preferences, noise topics with content, a sentence
-# budget, evidence spans, varied evidence forms (issue 24)
-GENERATOR_VERSION = 2
+# budget, evidence spans, varied evidence forms (issue 24); 3: coherent exchanges, an answer to the
+# question asked, one topic through a session, few asides (issue 32, iba.construct.coherent)
+GENERATOR_VERSION = 3
+GENERATOR_VERSIONS = (2, 3)  # what `build_dataset(generator=...)` builds
 
 
 def assign_instances(scenarios: list[Scenario], preset: Preset, n_personas: int, seed: int) -> list[list[Scenario]]:
@@ -138,6 +140,7 @@ class _Job:
     max_rewrites: int = 2
     concurrency: int = 4
     progress: bool = True
+    generator: int = GENERATOR_VERSION
 
 
 @dataclass
@@ -172,7 +175,7 @@ def _shard(job: _Job, index: int, work: list[Work], progress: Callable[[int], No
         rates = yield distractors_mod.anchor_counts(plans), _finish_anchors
     params: dict[str, Any] = {}
     if job.writer == "procedural":
-        proc = ProceduralWriter(seed, anchor_rates=rates)
+        proc = ProceduralWriter(seed, anchor_rates=rates, version=job.generator)
         texts: TextFn = proc.texts
         spans = proc.spans  # filled while the histories are written, read after
     else:
@@ -248,6 +251,7 @@ def build_dataset(
     concurrency: int = 4,
     distractors_on: bool = True,
     workers: int | None = None,
+    generator: int = GENERATOR_VERSION,
 ) -> Manifest:
     """Build an IBA-Bench dataset into `out_dir` and return its manifest.
 
@@ -257,6 +261,7 @@ def build_dataset(
     distractors_on: False leaves distractor preferences out (to measure what they change).
     workers: processes that plan and write the personas (procedural writer; None: default_workers());
     the dataset is the same, byte for byte, for any number.
+    generator: the procedural generator's version (GENERATOR_VERSIONS; recorded as params.generator_version).
     """
     from tqdm import tqdm
 
@@ -274,6 +279,10 @@ def build_dataset(
         raise ValueError(f"unknown writer {writer!r}; choose procedural or llm")
     if writer == "llm" and backend is None:
         raise ValueError("the llm writer needs a model: pass --model (and --base-url for an openai: server)")
+    if generator not in GENERATOR_VERSIONS:
+        raise ValueError(f"unknown generator version {generator}; choose from {', '.join(map(str, GENERATOR_VERSIONS))}")
+    if writer == "llm" and generator != GENERATOR_VERSION:  # its procedural parts are the current version's
+        raise ValueError(f"--generator {generator} is for the procedural writer; the llm writer builds with version {GENERATOR_VERSION}")
     if workers is not None and workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     # the llm writer holds every plan in one process (its requests are batched over the whole build)
@@ -286,7 +295,7 @@ def build_dataset(
     tmp = Path(tempfile.mkdtemp(dir=out, prefix=".build-"))
     try:
         job = _Job(out=out, taxonomy=taxonomy, seed=seed, counts=counts, distractors=distractors_on, writer=writer, parts=tmp,
-                   backend=backend, max_rewrites=max_rewrites, concurrency=concurrency, progress=progress)
+                   backend=backend, max_rewrites=max_rewrites, concurrency=concurrency, progress=progress, generator=generator)
         bar = tqdm(total=sum(len(p) for p in parts), desc="writing histories", unit="persona", disable=not progress)
         shards = run_shards(lambda i, report: _shard(job, i, parts[i], report), len(parts), bar.update)
         bar.close()
@@ -299,7 +308,7 @@ def build_dataset(
             "dynamic_prob": ground_truth.DYNAMIC_PROB,
             "state_active_prob": ground_truth.STATE_ACTIVE_PROB,
             # the construction's version: figures measured on a build say which one (README, BENCHMARKS)
-            "generator_version": GENERATOR_VERSION,
+            "generator_version": generator,
             "distractors_per_labelled_turn": distractors_mod.DISTRACTORS_PER_LABELLED if distractors_on else 0,
             "evidence_anchor_rates": rates if distractors_on else evidence_bank.ANCHOR_PROB,
         }

@@ -34,6 +34,8 @@ ATTEMPTS = 40  # draws of a preference turn before the least-repeated one is tak
 # where context sentences go in a preference turn: (before, after) counts and their weights
 CONTEXT = ((0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (0, 2))
 CONTEXT_WEIGHTS = (8, 1.5, 1.5, 0.5, 0.25, 0.25)
+# version 3: at most one, about as often as a noise user turn has one (coherent.ASIDE_RATE)
+CONTEXT_WEIGHTS_V3 = (0.92, 0.04, 0.04, 0, 0, 0)
 
 
 def clause(cue: str) -> str:
@@ -54,6 +56,7 @@ def _token(k: int, capital: bool = False) -> str:
 
 
 _TOKEN = re.compile(r"([\x00\x01])(\d+)\1")
+_CUE_AFTER_END = re.compile(r"((?:^|[.!?])\s*)\x00(\d+)\x00")
 
 
 def fill(template: str, named: Sequence[tuple[str, str]]) -> tuple[str, Spans]:
@@ -103,7 +106,7 @@ def _person(rng: random.Random) -> dict[str, str]:
     return {"person": who, "Person": noise.cap(who), "they": they, "them": them, "where": rng.choice(bank.WHERE)}
 
 
-def _first_piece(rng: random.Random, signal: str, *, anchor: str | None, frame: str | None) -> str:
+def _first_piece(rng: random.Random, signal: str, *, anchor: str | None, frame: str | None, v3: bool = False) -> str:
     """The sentence that carries the first cue (token 0): a signal-type wrapper around the cue, around
     the cue with its scenario named, or around the cue in a `frame` (a text with one {cue}: a past
     or a hypothetical preference, a recent change)."""
@@ -111,6 +114,8 @@ def _first_piece(rng: random.Random, signal: str, *, anchor: str | None, frame: 
     if anchor:
         low = rng.choice(bank.ANCHORS).format(scenario=anchor, cue=low).rstrip(".")
     if frame:
+        if v3 and anchor and not _keeps_capital(low):  # "as of this year, with X, ..." (v2: "With X")
+            low = low[:1].lower() + low[1:]
         low = frame.format(cue=low)
     low = low if low.startswith(("I ", "I'")) else low[:1].lower() + low[1:]  # a clause, like the cue
     cap = noise.cap(low) if low[:1] not in "\x00\x01" else _token(0, capital=True) + low[len(_token(0)):]
@@ -124,12 +129,19 @@ def _lower_start(text: str) -> str:
     return text if text.startswith(("I ", "I'")) else text[:1].lower() + text[1:]
 
 
+def _keeps_capital(text: str) -> bool:
+    """Version 3: `text` starts with a word that keeps its capital after a connector ("FYI", a name)."""
+    from iba.construct.coherent import starts_proper
+
+    return text[:1] not in "\x00\x01" and starts_proper(text)
+
+
 def _attempt(rng: random.Random, voice: Voice, signal: str, n_cues: int, *, suffix: bool, anchor: str | None, frame: str | None) -> str:
     """One draw of a preference turn's template (cues as tokens)."""
-    pieces = [_first_piece(rng, signal, anchor=anchor, frame=frame)]
+    pieces = [_first_piece(rng, signal, anchor=anchor, frame=frame, v3=voice.version >= 3)]
     for k in range(1, n_cues):
         pieces.append(rng.choice(bank.CONNECTORS).format(cue=_token(k), Cue=_token(k, capital=True)))
-    before, after = rng.choices(CONTEXT, weights=CONTEXT_WEIGHTS, k=1)[0]
+    before, after = rng.choices(CONTEXT, weights=CONTEXT_WEIGHTS if voice.version < 3 else CONTEXT_WEIGHTS_V3, k=1)[0]
     context = [noise.aside(rng, voice, commit=False) for _ in range(before + after)]
     context = [c for c in context if c]
     if len(pieces) > 1 and context and rng.random() < 0.5:
@@ -138,7 +150,7 @@ def _attempt(rng: random.Random, voice: Voice, signal: str, n_cues: int, *, suff
     end = rng.choice(bank.SUFFIXES) if suffix else ""
     prefixes = bank.REACTION_PREFIXES if signal in ("explicit_revision", "complaint") else bank.PREFIXES
     prefix = rng.choice(prefixes)
-    if prefix.endswith((", ", "but ")) and not body.startswith(("I ", "I'")):
+    if prefix.endswith((", ", "but ")) and not body.startswith(("I ", "I'")) and not (voice.version >= 3 and _keeps_capital(body)):
         body = _lower_start(body)  # "Well, " and "Thanks, but " continue the sentence
     return prefix + body + end
 
@@ -168,6 +180,8 @@ def preference_text(
         frame = rng.choice(frames) if frames else None
         body = _attempt(rng, voice, signal, len(reveals), suffix=suffix, anchor=anchor, frame=frame)
         template = tidy(f"{body} {tail}")
+        if voice.version >= 3:  # a cue that starts a sentence starts with a capital (v2: as the wrapper had it)
+            template = _CUE_AFTER_END.sub(lambda m: m.group(1) + _token(int(m.group(2)), capital=True), template)
         text, spans = fill(template, _named(rng, reveals, attempt))
         if voice.budget.fits(text):
             voice.budget.use(text)
@@ -253,6 +267,8 @@ def render_state(rng: random.Random, voice: Voice, mention: StateMention, spec: 
     tried = []
     for _ in range(ATTEMPTS):
         template = tidy(rng.choice(bank.STATE_WRAPPERS).format(cue=_token(0), Cue=_token(0, capital=True), request=_lower_start(request)))
+        if voice.version >= 3:
+            template = _CUE_AFTER_END.sub(lambda m: m.group(1) + _token(int(m.group(2)), capital=True), template)
         text, spans = fill(template, named)
         if voice.budget.fits(text):
             break

@@ -15,6 +15,7 @@ import string
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import accumulate
+from typing import Any
 
 from iba.construct import noise_bank as bank
 from iba.construct.noise_topics import NoiseTopic, load_noise_topics
@@ -33,10 +34,14 @@ SECOND_FACT_PROB = 0.35  # an assistant answer gives two facts
 
 @dataclass
 class Voice:
-    """What the writer keeps per history: the sentence budget and the persona's city."""
+    """What the writer keeps per history: the sentence budget, the persona's city, the generator
+    version it writes (2 or 3: iba.construct.coherent) and, in version 3, the current session's
+    topic talk (a coherent.SessionTalk; the writer clears it when a session starts)."""
 
     budget: SentenceBudget = field(default_factory=SentenceBudget)
     city: str = "town"
+    version: int = 2
+    talk: Any = None
 
 
 def padded_length(rng: random.Random, core: int) -> tuple[int, int]:
@@ -130,7 +135,11 @@ def aside(rng: random.Random, voice: Voice, tries: int = 6, *, commit: bool = Tr
 
 
 def with_asides(rng: random.Random, voice: Voice, text: str) -> str:
-    """A user turn with 0-3 context sentences before or after it."""
+    """A user turn with 0-3 context sentences before or after it (version 3: at most one, rarely)."""
+    if voice.version >= 3:
+        from iba.construct import coherent
+
+        return coherent.with_aside(rng, voice, text)
     k = rng.choices(range(len(ASIDE_WEIGHTS)), cum_weights=_ASIDE_COUNTS, k=1)[0]
     extra = [a for a in (aside(rng, voice) for _ in range(k)) if a]
     if not extra:
@@ -211,6 +220,10 @@ def render_noise(rng: random.Random, voice: Voice, spec: NoiseSpec, n_turns: int
     """Text of a noise stretch of `n_turns` turns (user first, alternating); `greet=False` for a
     stretch that continues a session (it opens with a change of topic rather than a greeting);
     `lead` sets the first turn's opening words instead."""
+    if voice.version >= 3:
+        from iba.construct import coherent
+
+        return coherent.render_noise(rng, voice, spec, n_turns, greet=greet, lead=lead)
     if n_turns <= 0:
         return []
     topic = topics_by_id().get(spec.topic_id) or _fresh_topic(rng, load_noise_topics()[0])

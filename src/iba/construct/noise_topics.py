@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from iba.types import Strict
 
@@ -34,6 +34,23 @@ class NoiseTopic(Strict):
     details: list[str] = Field(min_length=MIN_COUNTS["details"])
     questions: list[str] = Field(min_length=MIN_COUNTS["questions"])
     facts: list[str] = Field(min_length=MIN_COUNTS["facts"])
+    # generator v3: the fact (index into facts) that answers each question / opener, -1 for none
+    # (paired once by tools/pair_noise_answers.py; v2 never reads them)
+    answers: list[int] | None = None
+    opener_answers: list[int] | None = None
+
+    @model_validator(mode="after")
+    def _pairs_in_range(self) -> NoiseTopic:
+        for name, asks in (("answers", self.questions), ("opener_answers", self.openers)):
+            got = getattr(self, name)
+            if got is None:
+                continue
+            if len(got) != len(asks):
+                raise ValueError(f"{name} has {len(got)} entries for {len(asks)} {'questions' if name == 'answers' else 'openers'}")
+            bad = [i for i in got if not -1 <= i < len(self.facts)]
+            if bad:
+                raise ValueError(f"{name}: {bad} is not a fact index (0..{len(self.facts) - 1}) or -1")
+        return self
 
 
 @cache

@@ -20,8 +20,11 @@ from iba.construct.rng import derive
 class ProceduralWriter:
     name = "procedural"
 
-    def __init__(self, seed: int, anchor_rates: dict[str, float] | None = None) -> None:
+    def __init__(self, seed: int, anchor_rates: dict[str, float] | None = None, version: int = 3) -> None:
+        if version not in (2, 3):
+            raise ValueError(f"unknown generator version {version}; choose 2 or 3")
         self.seed = seed
+        self.version = version  # 3: coherent exchanges (iba.construct.coherent); 2: as built before
         # how often an evidence turn names its scenario, per scenario (default ANCHOR_PROB);
         # distractors name theirs only when they must, and the builder sets these rates so that a
         # named scenario tells neither apart (distractors.anchor_rates)
@@ -40,7 +43,7 @@ class ProceduralWriter:
         return self.write(plan, session, self.voice(plan))
 
     def _fresh_voice(self, plan: PersonaPlan) -> Voice:
-        return Voice(city=plan.persona.background.get("city", "town").split(",")[0])
+        return Voice(city=plan.persona.background.get("city", "town").split(",")[0], version=self.version)
 
     def standalone(self, plan: PersonaPlan, session: SessionPlan) -> list[str]:
         """The session's text on its own, with a budget of its own (for writers that take sessions
@@ -65,6 +68,7 @@ class ProceduralWriter:
 
     def write(self, plan: PersonaPlan, session: SessionPlan, voice: Voice, core: list[str] | None = None) -> list[str]:
         rng = derive(self.seed, session.key, "text")
+        voice.talk = None  # version 3: the session's topic starts afresh
         parts: list[tuple[int, str, object]] = [(off, "distractor", d) for off, d in session.distractors]
         if session.kind != "noise":
             parts.append((session.offset, "core", session.item))
