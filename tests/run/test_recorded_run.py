@@ -89,7 +89,8 @@ def demo_run(work: Path) -> dict[str, Any]:
     from iba.run.runner import RunConfig, run_dataset
     from iba.run.store import Store
 
-    build_dataset(work / "dataset", preset="demo", seed=42, progress=False)
+    # generator 2: the dataset the fixture was recorded on (the run's code is what is under test)
+    build_dataset(work / "dataset", preset="demo", seed=42, progress=False, generator=2)
     backend = DigestBackend()
     cfg = RunConfig(agents=AGENTS, run="demo", seed=42, qa=True, qa_per_instance=1, cache_dir=work / "cache",
                     progress=False)
