@@ -130,6 +130,8 @@ def build_dataset(
     max_rewrites: int = 2,
     concurrency: int = 4,
     distractors_on: bool = True,
+    llm_scope: str = "all",
+    batch: str | Path | None = None,
 ) -> Manifest:
     """Build an IBA-Bench dataset into `out_dir` and return its manifest.
 
@@ -137,6 +139,8 @@ def build_dataset(
     history_turns: instead, the length of every history (evidence sessions are always kept).
     personas: override the preset's number of personas. writer="llm" needs `backend`.
     distractors_on: False leaves distractor preferences out (to measure what they change).
+    llm_scope, batch: the llm writer's scope and batch folder (iba.construct.llm_writer); a batch
+    build raises llm_writer.BatchPending, and writes no dataset, while calls await answers.
     """
     from tqdm import tqdm
 
@@ -176,11 +180,11 @@ def build_dataset(
             raise ValueError("the llm writer needs a model: pass --model (and --base-url for an openai: server)")
         from iba.construct.llm_writer import LLMWriter
 
-        llm = LLMWriter(backend, out, seed=seed, max_rewrites=max_rewrites, concurrency=concurrency, progress=progress)
+        llm = LLMWriter(backend, out, seed=seed, max_rewrites=max_rewrites, concurrency=concurrency, progress=progress,
+                        scope=llm_scope, batch=batch, anchor_rates=anchor_rates if distractors_on else None)
         texts = llm.write_all(plans)
         params.update(llm.manifest_params())
-        # model-written turns have no known spans; the procedural parts (distractors, fallbacks) do
-        spans = llm.fallback.spans
+        spans = llm.spans  # where each clause was found in its turn (none where it was not)
     else:
         raise ValueError(f"unknown writer {writer!r}; choose procedural or llm")
 
