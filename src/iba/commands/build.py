@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from iba.argtypes import nonnegative_int, out_folder, positive_int
+from iba.argtypes import nonnegative_int, out_folder, positive_float, positive_int
 from iba.construct.presets import PRESETS
 
 EPILOG = """examples:
@@ -64,6 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-rewrites", type=nonnegative_int, default=2, help="llm writer: rewrites of an evidence or distractor turn that fails its check (default 2)")
     parser.add_argument("--concurrency", type=positive_int, default=4, help="llm writer: model calls in flight at once (default 4)")
     parser.add_argument(
+        "--call-timeout", type=positive_float, default=600.0,
+        help="llm writer: seconds one model call may take (default 600: the embedded model's constrained JSON can "
+        "take minutes on a busy 2-core machine); a call past it stops the build, which resumes when rerun",
+    )
+    parser.add_argument(
         "--llm-scope",
         choices=list(SCOPES),
         default="all",
@@ -100,7 +105,7 @@ def main(args: argparse.Namespace) -> int:
 
         try:
             # --batch calls no model: a server backend is built for its name only, no key needed
-            backend = resolve_backend(args.model, base_url=args.base_url, sends=args.batch is None)
+            backend = resolve_backend(args.model, base_url=args.base_url, sends=args.batch is None, timeout=args.call_timeout)
         except (ValueError, ModelNotInstalledError) as e:
             print(f"iba build: {e}", file=sys.stderr)
             return 2

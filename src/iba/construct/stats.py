@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from iba.construct import tell_audit
+from iba.construct import style_audit, tell_audit
 from iba.construct.count_histograms import BINS, bin_of, empty_hist
 from iba.dataset import Dataset, DatasetError, dump_json
 from iba.types import SIGNAL_TYPES, Taxonomy
@@ -235,6 +235,7 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
         "distractors_per_relevant": round(sum(len(v) for v in distractors.values()) / total_relevant, 2) if total_relevant else None,
         "tells": tell_aucs(ds.root, relevant),
         **({"tell_audit": tell_audit.audit(ds.root, relevant, distractors)} if audit else {}),
+        **({"style_audit": style_audit.audit(ds.root, relevant, distractors)} if audit else {}),
     }
 
 
@@ -280,4 +281,6 @@ def format_table2(stats: dict[str, Any]) -> str:
         )
     if stats.get("tell_audit"):
         lines += tell_audit.format_audit(stats["tell_audit"])
+    if stats.get("style_audit"):
+        lines += style_audit.format_audit(stats["style_audit"])
     return "\n".join(lines)

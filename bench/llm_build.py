@@ -1,0 +1,223 @@
+"""The LLM writer on a real model: the demo LLM build through batch rounds, its audits, and the cost
+of each --llm-scope for the full preset estimated from what that build's calls measured.
+
+  python bench/llm_build.py                        # 0.5B, scope exchanges: build, audits, cost (hours on 2 busy cores)
+  python bench/llm_build.py --chat-sample 0        # no filler-chat sample (then no estimate for scope all)
+  python bench/llm_build.py --skip-build           # only the audits and the estimate from OUT's build
+
+1. The demo preset (seed 42) written by --model through the batch path, as a user would with a
+   provider: `iba build --writer llm --batch OUT/batch` (exit 3: a round of requests), `iba batch
+   answer OUT/batch --model M` (the embedded model answers them), again until the build exits 0.
+   Resumable: the journal and the batch folder keep what was done; a fresh OUT starts over.
+   Wall and CPU time (children's user+sys) of the whole loop are recorded.
+2. `iba stats` on it and on the procedural demo build of the same seed: the tell and style audits
+   of both, and whether the answer keys agree (spans aside).
+3. The cost: every piece the writer journaled (an evidence, state or distractor exchange, and in
+   scope all a session's filler chat) carries its calls and prompt and completion tokens. Per kind
+   of piece, the mean over the build's pieces (95% bootstrap interval, resampling pieces) times
+   that kind's count in the full preset's plan (seed 42) gives the full build's calls and tokens for
+   scope exchanges. Scope all adds one filler chat per session: --chat-sample sessions of the demo
+   plan (seeded, all lengths) are written here by the same model; its calls and prompt tokens per
+   piece and completion tokens per turn, times the full plan's sessions and turns, give the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import resource
+import shlex
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYS = ("llm_calls", "prompt_tokens", "completion_tokens")
+EXCHANGE_ROLES = ("evidence", "state_active", "state_inactive", "own_other_topic", "other_person", "ended", "hypothetical")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, default=Path("runs/bench-llm-build"), help="default: runs/bench-llm-build")
+    p.add_argument("--model", default="local:qwen2.5-coder-0.5b", help="writer model (default: the packaged 0.5B)")
+    p.add_argument("--scope", choices=("all", "exchanges"), default="exchanges", help="the demo build's --llm-scope (default exchanges)")
+    p.add_argument("--max-rewrites", type=int, default=2, help="the build's --max-rewrites (default 2, the build's default)")
+    p.add_argument("--chat-sample", type=int, default=8, help="filler-chat sessions written for scope all's estimate (default 8)")
+    p.add_argument("--skip-build", action="store_true", help="use OUT's finished build")
+    p.add_argument("--json", type=Path, default=ROOT / "bench/results/llm_build.json", help="where the figures go")
+    return p.parse_args(argv)
+
+
+def iba(*args: str) -> int:
+    print("$ " + shlex.join(["iba", *args]), flush=True)
+    return subprocess.run([sys.executable, "-m", "iba.cli", *args], check=False).returncode
+
+
+def cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def build(a: argparse.Namespace) -> dict:
+    """The batch loop; returns rounds, wall and CPU seconds of this invocation."""
+    ds, batch = a.out / "ds", a.out / "batch"
+    t0, c0, rounds = time.perf_counter(), cpu_children(), 0
+    while True:
+        rc = iba("build", "--preset", "demo", "--seed", "42", "--out", str(ds), "--writer", "llm", "--model", a.model,
+                 "--llm-scope", a.scope, "--max-rewrites", str(a.max_rewrites), "--batch", str(batch), "--no-progress")
+        if rc == 0:
+            break
+        if rc != 3:
+            sys.exit(f"iba build exited {rc}")
+        rounds += 1
+        rc = iba("batch", "answer", str(batch), "--model", a.model, "--no-cache", "--quiet")
+        if rc not in (0, 1):  # 1: some calls failed; the next round asks them again
+            sys.exit(f"iba batch answer exited {rc}")
+    return {"rounds_this_run": rounds, "wall_s": round(time.perf_counter() - t0, 1), "cpu_s": round(cpu_children() - c0, 1)}
+
+
+def audits(root: Path) -> dict:
+    stats = json.loads((root / "stats.json").read_text(encoding="utf-8"))
+    c = stats.get("tell_audit", {}).get("classifier", {})
+    keep = ("available", "reason", "train_personas", "test_personas", "test_evidence_turns", "test_distractor_turns",
+            "precision_at_n", "auc_evidence_vs_rest", "auc_evidence_vs_distractors")
+    return {"tell_audit": {k: c[k] for k in keep if k in c}, "style_audit": stats.get("style_audit"),
+            "feature_audit": stats.get("tells", {}).get("auc")}
+
+
+def pieces_of(root: Path) -> list[dict]:
+    """Every journaled piece with its role (a state mention split by whether it is checked)."""
+    out = []
+    lines = (root / "writer_journal.jsonl").read_text(encoding="utf-8").splitlines()[1:]
+    for line in lines:
+        e = json.loads(line)
+        for p in e["pieces"]:
+            role = p["role"]
+            if role == "state":
+                role = "state_active" if e["turn_id"] else "state_inactive"
+            out.append({**p, "role": role, "turns": len(e["texts"])})
+    return out
+
+
+def full_counts(seed: int = 42) -> dict:
+    """Pieces of each kind in the full preset's plan, and its sessions and turns."""
+    from iba.construct.builder import plan_dataset
+    from iba.construct.presets import get_preset
+    from iba.taxonomy import load_taxonomy
+
+    pre = get_preset("full")
+    plans = plan_dataset(load_taxonomy(), pre, seed=seed, noise_ratio=pre.noise_ratio, history_turns=None, personas=None)
+    n: Counter[str] = Counter()
+    for p in plans:
+        for s in p.sessions:
+            n["sessions"] += 1
+            n["turns"] += s.n_turns
+            if s.kind == "evidence":
+                n["evidence"] += 1
+            elif s.kind == "state":
+                n["state_active" if s.labelled is not None else "state_inactive"] += 1
+            for _, d in s.distractors:
+                n[d.form] += 1
+    return dict(n)
+
+
+def bootstrap_total(values: list[float], count: int, rng: random.Random, reps: int = 2000) -> list[float]:
+    """count x the mean of `values`, and its 95% bootstrap interval (resampling values)."""
+    if not values:
+        return [0.0, 0.0, 0.0]
+    mean = sum(values) / len(values)
+    means = sorted(sum(rng.choices(values, k=len(values))) / len(values) for _ in range(reps))
+    return [mean * count, means[int(0.025 * reps)] * count, means[int(0.975 * reps) - 1] * count]
+
+
+def estimate(pieces: list[dict], chat: list[dict], counts: dict) -> dict:
+    rng = random.Random(0)
+    by_role: dict[str, list[dict]] = defaultdict(list)
+    for p in pieces:
+        by_role[p["role"]].append(p)
+    per_role, exchanges = {}, {k: [0.0, 0.0, 0.0] for k in KEYS}
+    for role in EXCHANGE_ROLES:
+        ps, n = by_role.get(role, []), counts.get(role, 0)
+        per_role[role] = {"sampled": len(ps), "in_full": n,
+                          **{k: round(sum(p["usage"][k] for p in ps) / len(ps), 1) if ps else None for k in KEYS}}
+        if n and not ps:
+            per_role[role]["note"] = "no piece of this kind in the sample: left out of the estimate"
+        for k in KEYS:
+            t = bootstrap_total([p["usage"][k] for p in ps], n, rng)
+            # the interval of a sum of independent parts: the parts' bounds added (conservative)
+            exchanges[k] = [x + y for x, y in zip(exchanges[k], t)]
+    out = {"per_piece": per_role, "full_counts": counts, "exchanges": {k: [round(x) for x in v] for k, v in exchanges.items()}}
+    if chat:
+        turns = sum(c["turns"] for c in chat)
+        per_turn = [c["usage"]["completion_tokens"] / c["turns"] for c in chat]
+        chat_total = {
+            "llm_calls": bootstrap_total([c["usage"]["llm_calls"] for c in chat], counts["sessions"], rng),
+            "prompt_tokens": bootstrap_total([c["usage"]["prompt_tokens"] for c in chat], counts["sessions"], rng),
+            "completion_tokens": bootstrap_total(per_turn, counts["turns"], rng),
+        }
+        out["chat_sample"] = {"sessions": len(chat), "turns": turns, "fallbacks": sum(c["fallback"] for c in chat),
+                              "completion_tokens_per_turn": round(sum(c["usage"]["completion_tokens"] for c in chat) / turns, 1)}
+        out["all"] = {k: [round(x + y) for x, y in zip(exchanges[k], chat_total[k])] for k in KEYS}
+    return out
+
+
+async def write_chats(model: str, n: int) -> list[dict]:
+    """`n` filler chats of demo sessions (seeded, spread over lengths), written by `model`."""
+    from iba.construct.builder import plan_dataset
+    from iba.construct.llm_writer import LLMWriter
+    from iba.construct.personas import persona_summary
+    from iba.construct.presets import get_preset
+    from iba.llm import resolve_backend
+
+    from iba.taxonomy import load_taxonomy
+
+    plans = plan_dataset(load_taxonomy(), get_preset("demo"), seed=42, noise_ratio=50, history_turns=None, personas=None)
+    sessions = sorted(((p, s) for p in plans for s in p.sessions), key=lambda x: (x[1].n_turns, x[1].key))
+    pick = [sessions[round(i * (len(sessions) - 1) / max(1, n - 1))] for i in range(n)] if n else []
+    writer = LLMWriter(resolve_backend(model, use_cache=False, timeout=1800), "/tmp", seed=42, progress=False)
+    out = []
+    for plan, s in pick:
+        piece = await writer._chat(s, persona_summary(plan.persona))
+        out.append({**piece.record(), "turns": s.n_turns})
+        print(f"chat sample: {s.key} {s.n_turns} turns, {piece.usage.model_dump()}", flush=True)
+    return out
+
+
+def main() -> None:
+    a = parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    result: dict = {"model": a.model, "scope": a.scope, "max_rewrites": a.max_rewrites, "command": " ".join(sys.argv)}
+    if not a.skip_build:
+        result["build"] = build(a)
+    ds, proc = a.out / "ds", a.out / "procedural"
+    if not (proc / "manifest.json").exists():
+        iba("build", "--preset", "demo", "--seed", "42", "--out", str(proc), "--no-progress")
+    from iba.dataset import Dataset
+
+    def key(root: Path) -> dict:
+        return {k: v.model_dump(exclude={"evidence": {"__all__": {"span", "clause"}}}) for k, v in Dataset(root).answer_keys().items()}
+
+    result["same_key_as_procedural"] = key(ds) == key(proc)
+    result["llm"], result["procedural"] = audits(ds), audits(proc)
+    report = json.loads((ds / "writer_report.json").read_text(encoding="utf-8"))
+    result["writer_report"] = {k: report[k] for k in ("labelled", "distractors", "chat", "usage", "usage_by_role", "fallbacks")}
+    chat_path = a.out / "chat_sample.json"
+    if a.chat_sample and not chat_path.exists():
+        t0, c0 = time.perf_counter(), time.process_time()
+        chat = asyncio.run(write_chats(a.model, a.chat_sample))
+        chat_path.write_text(json.dumps({"pieces": chat, "wall_s": round(time.perf_counter() - t0, 1),
+                                         "cpu_s": round(time.process_time() - c0, 1)}, indent=2), encoding="utf-8")
+    chat = json.loads(chat_path.read_text(encoding="utf-8"))["pieces"] if chat_path.exists() else []
+    result["cost_full_preset"] = estimate(pieces_of(ds), chat, full_counts())
+    a.json.parent.mkdir(parents=True, exist_ok=True)
+    a.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
