@@ -13,10 +13,11 @@ of each --llm-scope for the full preset estimated from what that build's calls m
 2. `iba stats` on it and on the procedural demo build of the same seed: the tell and style audits
    of both, and whether the answer keys agree (spans aside).
 3. The cost: every piece the writer journaled (an evidence, state or distractor exchange, and in
-   scope all a session's filler chat) carries its calls and prompt and completion tokens. Per kind
-   of piece, the mean over the build's pieces (95% bootstrap interval, resampling pieces) times
-   that kind's count in the full preset's plan (seed 42) gives the full build's calls and tokens for
-   scope exchanges. Scope all adds one filler chat per session: --chat-sample sessions of the demo
+   scope all a session's filler chat) carries its calls and prompt and completion tokens, per
+   prompt. Per kind of piece, the mean over the build's pieces (95% bootstrap interval, resampling
+   pieces) times that kind's count in the full preset's plan (seed 42) gives the full build's calls
+   and tokens for scope exchanges; a writing attempt and its check are counted as many times as a
+   build with 0 or 2 rewrites would make them, at the failure rate of the sample's checks. Scope all adds one filler chat per session: --chat-sample sessions of the demo
    plan (seeded, all lengths) are written here by the same model; its calls and prompt tokens per
    piece and completion tokens per turn, times the full plan's sessions and turns, give the rest.
 """
@@ -46,7 +47,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=Path("runs/bench-llm-build"), help="default: runs/bench-llm-build")
     p.add_argument("--model", default="local:qwen2.5-coder-0.5b", help="writer model (default: the packaged 0.5B)")
     p.add_argument("--scope", choices=("all", "exchanges"), default="exchanges", help="the demo build's --llm-scope (default exchanges)")
-    p.add_argument("--max-rewrites", type=int, default=2, help="the build's --max-rewrites (default 2, the build's default)")
+    p.add_argument("--max-rewrites", type=int, default=0,
+                   help="the build's --max-rewrites (default 0: each piece's first attempt is measured, and the "
+                   "estimate puts rewrites back at the sample's own failure rate)")
+    p.add_argument("--personas", type=int, default=None, help="the build's --personas (default: the demo's 4)")
     p.add_argument("--chat-sample", type=int, default=8, help="filler-chat sessions written for scope all's estimate (default 8)")
     p.add_argument("--skip-build", action="store_true", help="use OUT's finished build")
     p.add_argument("--json", type=Path, default=ROOT / "bench/results/llm_build.json", help="where the figures go")
@@ -63,12 +67,16 @@ def cpu_children() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def demo_options(a: argparse.Namespace) -> list[str]:
+    return ["--preset", "demo", "--seed", "42", *(["--personas", str(a.personas)] if a.personas else [])]
+
+
 def build(a: argparse.Namespace) -> dict:
     """The batch loop; returns rounds, wall and CPU seconds of this invocation."""
     ds, batch = a.out / "ds", a.out / "batch"
     t0, c0, rounds = time.perf_counter(), cpu_children(), 0
     while True:
-        rc = iba("build", "--preset", "demo", "--seed", "42", "--out", str(ds), "--writer", "llm", "--model", a.model,
+        rc = iba("build", *demo_options(a), "--out", str(ds), "--writer", "llm", "--model", a.model,
                  "--llm-scope", a.scope, "--max-rewrites", str(a.max_rewrites), "--batch", str(batch), "--no-progress")
         if rc == 0:
             break
@@ -135,7 +143,27 @@ def bootstrap_total(values: list[float], count: int, rng: random.Random, reps: i
     return [mean * count, means[int(0.025 * reps)] * count, means[int(0.975 * reps) - 1] * count]
 
 
-def estimate(pieces: list[dict], chat: list[dict], counts: dict) -> dict:
+WRITERS = ("build_user_turns", "build_aside_turns", "build_casual_chat")
+CHECKS = ("build_evidence_check", "build_distractor_check")
+
+
+def attempt_cost(p: dict) -> tuple[dict, dict]:
+    """(what one writing attempt and its check cost, what is paid once: the replies) of a piece
+    written at max_rewrites 0."""
+    by = p.get("usage_by_prompt", {})
+    once = {k: sum(u[k] for n, u in by.items() if n not in WRITERS + CHECKS) for k in KEYS}
+    per = {k: sum(u[k] for n, u in by.items() if n in WRITERS + CHECKS) for k in KEYS}
+    return per, once
+
+
+def expected_attempts(fail: float, rewrites: int) -> float:
+    """Attempts per piece when each fails its check with probability `fail`, independently."""
+    return sum(fail**i for i in range(rewrites + 1))
+
+
+def estimate(pieces: list[dict], chat: list[dict], counts: dict, rewrites: int) -> dict:
+    """The full preset's calls and tokens, per scope, at `rewrites` rewrites of a failing turn (the
+    sample's own failure rate per kind), with 95% bootstrap intervals over the sampled pieces."""
     rng = random.Random(0)
     by_role: dict[str, list[dict]] = defaultdict(list)
     for p in pieces:
@@ -143,15 +171,21 @@ def estimate(pieces: list[dict], chat: list[dict], counts: dict) -> dict:
     per_role, exchanges = {}, {k: [0.0, 0.0, 0.0] for k in KEYS}
     for role in EXCHANGE_ROLES:
         ps, n = by_role.get(role, []), counts.get(role, 0)
-        per_role[role] = {"sampled": len(ps), "in_full": n,
-                          **{k: round(sum(p["usage"][k] for p in ps) / len(ps), 1) if ps else None for k in KEYS}}
+        checked = [p for p in ps if p["passed"] is not None and not any("kept unconfirmed" in x for x in p["problems"])]
+        fail = sum(p["passed"] is False for p in checked) / len(checked) if checked else 0.0
+        m = expected_attempts(fail, rewrites)
+        costs = [attempt_cost(p) for p in ps]
+        per_role[role] = {"sampled": len(ps), "in_full": n, "check_failure_rate": round(fail, 3),
+                          "expected_attempts": round(m, 3)}
         if n and not ps:
             per_role[role]["note"] = "no piece of this kind in the sample: left out of the estimate"
         for k in KEYS:
-            t = bootstrap_total([p["usage"][k] for p in ps], n, rng)
+            values = [per[k] * m + once[k] for per, once in costs]
+            per_role[role][k] = round(sum(values) / len(values), 1) if values else None
+            t = bootstrap_total(values, n, rng)
             # the interval of a sum of independent parts: the parts' bounds added (conservative)
             exchanges[k] = [x + y for x, y in zip(exchanges[k], t)]
-    out = {"per_piece": per_role, "full_counts": counts, "exchanges": {k: [round(x) for x in v] for k, v in exchanges.items()}}
+    out = {"rewrites": rewrites, "per_piece": per_role, "exchanges": {k: [round(x) for x in v] for k, v in exchanges.items()}}
     if chat:
         turns = sum(c["turns"] for c in chat)
         per_turn = [c["usage"]["completion_tokens"] / c["turns"] for c in chat]
@@ -191,12 +225,13 @@ async def write_chats(model: str, n: int) -> list[dict]:
 def main() -> None:
     a = parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
-    result: dict = {"model": a.model, "scope": a.scope, "max_rewrites": a.max_rewrites, "command": " ".join(sys.argv)}
+    result: dict = {"model": a.model, "scope": a.scope, "max_rewrites": a.max_rewrites, "personas": a.personas,
+                    "command": " ".join(sys.argv)}
     if not a.skip_build:
         result["build"] = build(a)
     ds, proc = a.out / "ds", a.out / "procedural"
     if not (proc / "manifest.json").exists():
-        iba("build", "--preset", "demo", "--seed", "42", "--out", str(proc), "--no-progress")
+        iba("build", *demo_options(a), "--out", str(proc), "--no-progress")
     from iba.dataset import Dataset
 
     def key(root: Path) -> dict:
@@ -213,7 +248,9 @@ def main() -> None:
         chat_path.write_text(json.dumps({"pieces": chat, "wall_s": round(time.perf_counter() - t0, 1),
                                          "cpu_s": round(time.process_time() - c0, 1)}, indent=2), encoding="utf-8")
     chat = json.loads(chat_path.read_text(encoding="utf-8"))["pieces"] if chat_path.exists() else []
-    result["cost_full_preset"] = estimate(pieces_of(ds), chat, full_counts())
+    counts = full_counts()
+    result["full_counts"] = counts
+    result["cost_full_preset"] = [estimate(pieces_of(ds), chat, counts, r) for r in sorted({0, 2, a.max_rewrites})]
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2))

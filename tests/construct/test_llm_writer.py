@@ -197,6 +197,20 @@ def test_a_distractor_that_reveals_a_key_value_is_rewritten(tmp_path):
     assert all(d.span is None for d in labels(ds))
 
 
+def test_a_check_without_a_verdict_keeps_the_turn_unconfirmed_without_rewriting_it(tmp_path):
+    def mute_check(messages, kwargs):
+        return "no verdict here" if role_of(messages) == "check" else good_responder(messages, kwargs)
+
+    backend = ScriptedBackend(mute_check)
+    build_dataset(tmp_path, preset="demo", seed=5, history_turns=HISTORY, writer="llm", backend=backend, progress=False,
+                  max_rewrites=2, llm_scope="exchanges")
+    evidence = [p for p in _pieces(tmp_path) if p["role"] == "evidence"]
+    # the check's own failure says nothing about the turn: kept as written, reported, not rewritten
+    assert evidence and all(p["attempts"] == 1 and p["passed"] is False and not p["fallback"] for p in evidence)
+    assert all("kept unconfirmed" in p["problems"][-1] for p in evidence)
+    assert all(p["usage_by_prompt"]["build_user_turns"]["llm_calls"] == 1 for p in evidence)
+
+
 def test_unparseable_pieces_fall_back_to_procedural_text_and_are_reported(tmp_path, proc_dir):
     def broken_chat(messages, kwargs):
         return "not json at all" if role_of(messages) in ("chat", "aside") else good_responder(messages, kwargs)

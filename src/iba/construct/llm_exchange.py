@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, create_model
 from iba import prompts
 from iba.construct import evidence_bank as bank
 from iba.construct.evidence import Span, clause
-from iba.llm.base import Backend
+from iba.llm.base import Backend, Completion
 from iba.llm.structured import StructuredOutputError, complete_json
 from iba.types import Scenario, Usage
 
@@ -36,6 +36,7 @@ SIGNAL_INSTRUCTIONS = {
     "implicit_pattern": "you show it through what you keep doing: the choice you make each time, told as a routine, not as a rule.",
 }
 WRITE_TEMPERATURE = 0.7
+NO_VERDICT = "the check gave no valid verdict"
 MIN_QUOTE = 8  # characters: a shorter quote ("yes", "spicy") says nothing about where the clause is
 
 
@@ -119,12 +120,19 @@ class Written:
     passed: bool | None = None  # None: not checked (chat filler)
     problems: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    by_prompt: dict[str, Usage] = field(default_factory=dict)  # the same, per prompt template (what a rewrite repeats)
+
+    def tally(self, prompt: str, completions: list[Completion]) -> None:
+        for c in completions:
+            self.usage = self.usage.add(c.usage())
+            self.by_prompt[prompt] = self.by_prompt.get(prompt, Usage()).add(c.usage())
 
     def record(self) -> dict[str, Any]:
         return {
             "key": self.key, "role": self.role, "attempts": self.attempts, "passed": self.passed,
             "fallback": self.turns is None, "problems": self.problems, "spans": len(self.spans),
             "wanted_spans": self.wanted_spans, "usage": self.usage.model_dump(exclude={"reused_prompt_tokens"}),
+            "usage_by_prompt": {k: u.model_dump(exclude={"reused_prompt_tokens"}) for k, u in sorted(self.by_prompt.items())},
         }
 
 
@@ -149,11 +157,9 @@ class ExchangeModel:
                 obj, comps = await complete_json(self.backend, p.messages, model, max_tokens=max_tokens,
                                                  temperature=temperature, seed=seed)
         except StructuredOutputError as e:
-            for c in e.completions:
-                piece.usage = piece.usage.add(c.usage())
+            piece.tally(name, e.completions)
             raise
-        for c in comps:
-            piece.usage = piece.usage.add(c.usage())
+        piece.tally(name, comps)
         return obj
 
     async def check(self, piece: Written, text: str, targets: list[str], avoid: list[str], *,
@@ -171,7 +177,7 @@ class ExchangeModel:
                 avoid=avoid, **({"forbidden": forbidden} if distractor else {}),
             )
         except StructuredOutputError:
-            return False, "the check gave no valid verdict", []
+            return False, NO_VERDICT, []
         quotes = [_squash(q) for q in v.quotes]
         if not v.reveals:
             return False, f"does not reveal it: {v.reason}".strip(), quotes
@@ -210,6 +216,9 @@ class ExchangeModel:
             ok, reason, quotes = await check(turns[labelled])
             piece.passed = ok
             if ok:
+                break
+            if reason == NO_VERDICT:  # the check's own failure says nothing about the turn: no rewrite
+                piece.problems.append(f"attempt {piece.attempts}: {reason}; the turn is kept unconfirmed")
                 break
             piece.problems.append(f"attempt {piece.attempts}: {reason}")
             feedback, previous = reason, turns[labelled]
