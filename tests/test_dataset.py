@@ -291,3 +291,17 @@ def test_bad_persona_states_are_named_with_file_and_line(tmp_path):
     (root / "persona_states.jsonl").write_text(line.replace('"u0"', '"u9"'))
     with pytest.raises(DatasetError, match=r"persona_states.jsonl:1: states of user 'u9', who is not in personas.jsonl"):
         Dataset(root).check()
+
+
+def test_turn_line_is_the_models_json_byte_for_byte():
+    """The builder writes turns with turn_line; readers and the byte-identical build rely on it
+    being exactly Turn.model_dump_json()."""
+    from iba.dataset import turn_line
+    from iba.types import Turn
+
+    texts = ["plain", 'quote " and backslash \\ and slash /', "new\nline\ttab\rcr\bbs\fff", "\x00\x01\x1f\x7f",
+             "Ünïcödé — “curly” ‘quotes’ … 🙂 \u2028\u2029 \ufeff", "", "<script>&amp;</script>"]
+    for text in texts:
+        for role in ("user", "assistant"):
+            turn = Turn(id="u0001-s002-t03", session_id="u0001-s002", timestamp="2025-03-04T09:12:33+00:00", role=role, text=text)
+            assert turn_line(turn.id, turn.session_id, turn.timestamp, role, text) == turn.model_dump_json(), repr(text)

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("iba.commands.report", "tables, plots and an HTML report from stored runs"),
     "eval-retrieval": ("iba.commands.eval_retrieval", "recall@k of gold evidence per retrieval method; reach of configurations per prompt budget"),
     "index": ("iba.commands.index", "embed the histories into the retrieval index cache ahead of a run (in parallel)"),
+    "serve-embeddings": ("iba.commands.serve_embeddings", "serve an embedder (the packaged MiniLM) over the OpenAI /v1/embeddings protocol"),
     "import": ("iba.commands.import_data", "import external data (PrefEval) as an IBA dataset"),
     "batch": ("iba.commands.batch", "OpenAI Batch API rounds of `iba run --batch`: status, submit, collect, import, answer"),
     "submit": ("iba.commands.submit", "a submission file of stored results (prepare) and its check (validate)"),

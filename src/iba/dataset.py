@@ -65,16 +65,27 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-def write_jsonl(path: Path, records: Iterable[BaseModel]) -> int:
-    """One record per line, streamed into a temporary file that is renamed into place (the full
-    build writes ~135,000 distractor labels: held as one string they cost hundreds of MB)."""
+_quote = json.encoder.encode_basestring  # type: ignore[attr-defined]  # a JSON string, non-ASCII kept (as pydantic writes it)
+
+
+def turn_line(id: str, session_id: str, timestamp: str, role: str, text: str) -> str:
+    """The JSON of Turn(...).model_dump_json(), byte for byte, without building the model (the
+    full build writes ~2 million turns; tests/test_dataset.py compares the two)."""
+    return (f'{{"id":{_quote(id)},"session_id":{_quote(session_id)},"timestamp":{_quote(timestamp)},'
+            f'"role":{_quote(role)},"text":{_quote(text)}}}')
+
+
+def write_jsonl(path: Path, records: Iterable[BaseModel | str]) -> int:
+    """One record per line (a str is a record's JSON already), streamed into a temporary file that
+    is renamed into place (the full build writes ~135,000 distractor labels: held as one string
+    they cost hundreds of MB)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     n = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             for r in records:
-                f.write(r.model_dump_json())
+                f.write(r if isinstance(r, str) else r.model_dump_json())
                 f.write("\n")
                 n += 1
         os.replace(tmp, path)
@@ -128,6 +139,13 @@ def _instant(ts: str) -> datetime | None:
     except ValueError:
         return None
     return dt.astimezone(timezone.utc).replace(tzinfo=None) if dt.tzinfo else dt
+
+
+def _problems(header: str, problems: list[str]) -> DatasetError:
+    """One DatasetError listing the first MAX_PROBLEMS_SHOWN problems, one per line."""
+    shown = problems[:MAX_PROBLEMS_SHOWN]
+    more = len(problems) - len(shown)
+    return DatasetError(f"{header}:\n  " + "\n  ".join(shown) + (f"\n  ... and {more} more" if more > 0 else ""))
 
 
 class Dataset:
@@ -416,13 +434,33 @@ class Dataset:
                     self._warn(f"{self.answer_key_path}: {len(extra)} answer key(s) for instances not in "
                                f"instances.jsonl (first: {extra[0]!r} on line {self._line('answer_key.jsonl', extra[0])})")
         if problems:
-            shown = problems[:MAX_PROBLEMS_SHOWN]
-            more = len(problems) - len(shown)
-            raise DatasetError(
-                f"dataset {self.root} failed its check ({len(problems)} problem{'s' if len(problems) > 1 else ''}):\n  "
-                + "\n  ".join(shown) + (f"\n  ... and {more} more" if more > 0 else "")
-            )
+            raise _problems(f"dataset {self.root} failed its check ({len(problems)} problem"
+                            f"{'s' if len(problems) > 1 else ''})", problems)
         return list(self.warnings)
+
+    def check_tasks_after_history(self, tasks: Iterable[TaskView]) -> None:
+        """DatasetError, naming each instance, unless every task's `now` comes after the last turn of
+        its user's history (the builder writes them so). A memory agent ingests the whole history
+        before it acts: a task dated inside the history would let it remember its own future."""
+        problems: list[str] = []
+        inst = self.root / "instances.jsonl"
+        last: dict[str, Turn | None] = {}
+        for t in tasks:
+            if t.user_id not in last:
+                turns = self.history(t.user_id)
+                last[t.user_id] = turns[-1] if turns else None
+            turn = last[t.user_id]
+            now = _instant(t.now)
+            where = f"{inst}:{self._line('instances.jsonl', t.instance_id)}: instance {t.instance_id!r}"
+            if now is None:
+                problems.append(f"{where}: now {t.now!r} is not ISO 8601")
+            elif turn is not None and now <= (_instant(turn.timestamp) or now):
+                problems.append(f"{where}: now {t.now} is not after the last turn of {t.user_id}'s history "
+                                f"({turn.id}, {turn.timestamp})")
+        if problems:
+            raise _problems(f"dataset {self.root}: {len(problems)} task(s) come before the end of their user's "
+                            "history, so a memory agent, which ingests the whole history first, cannot be run on them",
+                            problems)
 
     def _check_scenarios(self, tasks: list[TaskView]) -> list[str]:
         """Scenario ids against the shipped taxonomy, when this dataset was built from that version.

@@ -19,6 +19,7 @@ _REGISTRY: dict[str, dict[str, str]] = {
         "iba": "iba.agents.iba_agent:IBAAgent",
         "iba-fc": "iba.agents.iba_fc:IBAFunctionCallingAgent",
         "external": "iba.agents.external:ExternalAgent",
+        "memory": "iba.agents.memory:MemoryAgent",
         # reference rows (agents/references.py): the direct prompt with no history / the gold turns only
         "null": "iba.agents.references:NullAgent",
         "oracle": "iba.agents.references:OracleAgent",
@@ -33,6 +34,8 @@ _REGISTRY: dict[str, dict[str, str]] = {
         "all-minilm-l6-v2": "iba.retrieval.minilm:MiniLMEmbedder",
         "all-mpnet-base-v2": "iba.retrieval.st_embedders:SentenceTransformerEmbedder.mpnet",
         "bge-m3": "iba.retrieval.st_embedders:SentenceTransformerEmbedder.bge_m3",
+        # `openai:<model>`: any OpenAI-compatible /v1/embeddings server (the factory takes the model)
+        "openai": "iba.retrieval.openai_embedder:OpenAIEmbedder",
     },
     "importers": {
         "prefeval": "iba.adapters.prefeval:import_prefeval",

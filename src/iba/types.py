@@ -456,6 +456,35 @@ class RunRecord(Strict):
     sandbox: str | None = None
 
 
+class IngestRecord(Strict):
+    """What remembering one user's history cost a memory agent (memory?cmd=/url=): one per (dataset,
+    user, agent spec, model, trial), beside the RunRecords of that user's acts, which hold the act
+    cost. A user ingested again (its memory process died, or a run stopped mid-ingest) replaces it,
+    `attempts` counting the ingests so far."""
+
+    key: str  # stable hash of (dataset, user, agent spec, model, trial)
+    run: str
+    dataset: str
+    user_id: str
+    agent: str
+    model: str
+    trial: int = 0
+    seed: int = 42
+    # ok: every session acknowledged; failed: the memory's own failure (its tasks fail with it);
+    # errored: an infrastructure fault (its tasks are errored, and --retry-errored ingests it again)
+    status: Literal["ok", "failed", "errored"]
+    sessions: int  # of the history
+    ingested: int  # sessions acknowledged
+    turns: int  # of the history
+    usage: Usage = Field(default_factory=Usage)  # summed from the memory's replies (reset and ingest)
+    wall_s: float = 0.0  # from the process start (or reset) to the last session's acknowledgement
+    attempts: int = 1
+    error: str | None = None
+    started_at: str
+    iba_version: str
+    sandbox: str | None = None
+
+
 class Verdict(Strict):
     target: str  # checkpoint or slot id
     kind: Literal["checkpoint", "slot", "qa"]

@@ -99,10 +99,10 @@ def test_sandbox_env_is_clean_plus_named(monkeypatch):
 
 
 def test_sandbox_bwrap_is_refused_where_it_cannot_run(tmp_path, monkeypatch, caplog):
-    from iba.agents import external
+    from iba.agents import command
 
     monkeypatch.setattr(sandbox, "unavailable", lambda: "bwrap is not installed (test)")
-    monkeypatch.setattr(external, "_NOTED", set())
+    monkeypatch.setattr(command, "_NOTED", set())
     with pytest.raises(ValueError, match="sandbox=bwrap: bwrap is not installed"):
         _agent(tmp_path, cmd="python -c pass", sandbox="bwrap")
     # auto falls back, says so once however many agents are built, and marks itself
@@ -172,12 +172,12 @@ async def test_inside_the_sandbox(tmp_path, monkeypatch, listener):
     seen = json.loads((await agent.act(TEXT_TASK, small_history())).text)
     assert seen["cwd"] == sandbox.INSIDE_WORK and seen["files"] == []
     # a private /tmp: only the folders leading to its own script (pytest's tmp_path is under /tmp)
-    assert set(seen["tmp"]) == {p.split("/")[2] for p in agent._binds if p.startswith("/tmp/")}
+    assert set(seen["tmp"]) == {p.split("/")[2] for p in agent.command.binds if p.startswith("/tmp/")}
     assert set(seen["env"]) == {"PATH", "HOME", "PWD", "TMPDIR", "LANG", "PORT_TO_TRY"}  # nothing else of iba's
     assert seen["pids"] == ["1", "2"] and seen["ppid"] == 1  # bwrap's init and the agent: no iba
     assert seen["see_dataset"] is False
     # the filesystem root holds the system folders, the private ones, and the top folders of the binds
-    bound_tops = {p.split("/")[1] for p in agent._binds}
+    bound_tops = {p.split("/")[1] for p in agent.command.binds}
     assert set(seen["root"]) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev",
                                  "tmp", sandbox.INSIDE_WORK.strip("/")} | bound_tops
     assert seen["write_tmp"] and seen["write_cwd"] and not seen["write_self"]  # its own files are read-only
@@ -375,7 +375,7 @@ def test_what_the_sandbox_lets_an_agent_read_holds_nothing_of_the_evaluators(bui
 
     agent.hide(Dataset(ds).hidden_paths)  # what the runner does
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-    own = [b for b in agent._binds if not any(os.path.realpath(b) == p or os.path.realpath(b).startswith(p + "/")
+    own = [b for b in agent.command.binds if not any(os.path.realpath(b) == p or os.path.realpath(b).startswith(p + "/")
                                                for p in prefixes)]
     files = [Path(b) for b in own if Path(b).is_file()] + [f for b in own if Path(b).is_dir()
                                                            for f in Path(b).rglob("*") if f.is_file()]

@@ -84,7 +84,7 @@ def test_a_judge_outage_is_judged_again_by_a_rerun(root, monkeypatch, capsys):
 
 def test_an_empty_selection_is_an_error(root, capsys):
     assert run(root, "--agent", HONEST, "--judges", "none", "--domain", "writing", "--scenario", "food_ordering") == 2
-    assert "nothing to run: no instance matches both --domain and --scenario" in capsys.readouterr().err
+    assert "nothing to run: no instance matches --domain, --scenario and --user together" in capsys.readouterr().err
     assert not (root.parent / "s.sqlite").exists()
 
 

@@ -27,6 +27,50 @@ def test_demo_build_is_byte_identical_for_a_seed(demo_dir, tmp_path):
         assert a[name] == b[name], f"{name} differs between two builds with seed 42"
 
 
+# sha256 (first 16 hex digits) of every file of `iba build --preset demo --seed 42` but stats.json
+# (derived from these by `iba stats`, with its own tests): recorded, so that a change that alters the
+# dataset cannot pass unnoticed (two builds by the same code agree with each other whatever it does).
+# A change meant to alter the dataset records the new digests (`python tests/construct/test_builder.py`
+# prints them) and says so in its commit; a figure measured on a build names the generator version.
+DEMO_SEED_42 = {
+    "answer_key.jsonl": "9261c0fca04b0e52",
+    "distractors.jsonl": "59b10fb84035fff9",
+    "histories/u0000.jsonl": "05c2e67a5a3dd3ad",
+    "histories/u0001.jsonl": "c6d226fac5d74d9f",
+    "histories/u0002.jsonl": "48281d8a4f88c245",
+    "histories/u0003.jsonl": "e2ab6523f02bb644",
+    "instances.jsonl": "e4b69303ccb894ae",
+    "manifest.json": "d14fd1564137b8c7",
+    "persona_states.jsonl": "abf1af43238a794e",
+    "personas.jsonl": "758275fe214c16fe",
+}
+
+
+def _digests(root):
+    import hashlib
+
+    return {name: hashlib.sha256(data).hexdigest()[:16] for name, data in _files(root).items() if name != "stats.json"}
+
+
+def test_demo_build_has_the_recorded_bytes(demo_dir):
+    got = _digests(demo_dir)
+    changed = sorted(k for k in got.keys() | DEMO_SEED_42.keys() if got.get(k) != DEMO_SEED_42.get(k))
+    assert not changed, f"the demo build (seed 42) changed: {changed}; if that is meant, record the new digests {got}"
+
+
+def test_the_build_is_the_same_for_any_number_of_workers(small_dir, tmp_path):
+    """The shards agree on the whole build's figures: one process, or three workers, write the bytes
+    the default (two workers where the machine has two CPUs) wrote."""
+    from iba.construct.workers import can_fork
+
+    want = _files(small_dir)
+    for n in (1, 3) if can_fork() else (1,):
+        build_dataset(tmp_path / f"w{n}", preset="small", seed=7, progress=False, workers=n)
+        got = _files(tmp_path / f"w{n}")
+        assert sorted(got) == sorted(want)
+        assert [k for k in want if got[k] != want[k]] == [], f"workers={n}"
+
+
 def test_small_build_is_byte_identical_and_seed_matters(small_dir, tmp_path):
     build_dataset(tmp_path / "same", preset="small", seed=7, progress=False)
     assert _files(small_dir) == _files(tmp_path / "same")
@@ -214,3 +258,13 @@ def test_bad_knobs_say_what_to_fix(tmp_path):
         build_dataset(tmp_path, preset="demo", noise_ratio=0.5, progress=False)
     with pytest.raises(ValueError, match="llm writer needs a model"):
         build_dataset(tmp_path, preset="demo", writer="llm", progress=False)
+
+
+if __name__ == "__main__":  # print the digests to record in DEMO_SEED_42
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        build_dataset(d, preset="demo", seed=42, progress=False)
+        for name, digest in _digests(Path(d)).items():
+            print(f'    "{name}": "{digest}",')

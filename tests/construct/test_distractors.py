@@ -34,6 +34,23 @@ def test_relations(a, b, generic, anchored):
     assert dmod.anchored_related(a, b) is anchored
 
 
+def test_own_pool_is_the_pairwise_rule():
+    """own_pool (facet memberships) keeps what the pairwise relations allow, with the same flags."""
+    import random
+
+    tax = load_taxonomy()
+    scenarios = tax.scenarios()
+    rng = random.Random(5)
+    for _ in range(40):
+        tasks = rng.sample(scenarios, rng.randrange(1, 20))
+        taken = [(s.id, d.id) for s in tasks for d in s.dimensions]
+        ids = {s.id for s in tasks}
+        want = [(s, d, any(dmod.anchored_related((s.id, d.id), t) for t in taken))
+                for s in scenarios if s.id not in ids for d in s.dimensions
+                if not any(dmod.generic_related((s.id, d.id), t) for t in taken)]
+        assert dmod.own_pool(tax, tasks) == want
+
+
 def _tasks(ds):
     tax = load_taxonomy()
     out = defaultdict(list)

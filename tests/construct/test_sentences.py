@@ -51,3 +51,15 @@ def test_no_long_sentence_recurs_more_than_three_times_in_a_history(which, reque
         assert not top or top[0][1] <= MAX_REPEATS, (path.name, top)
         worst = max(worst, top[0][1] if top else 0)
     assert worst >= 1
+
+
+def test_sentences_split_exactly_where_an_end_mark_meets_white_space():
+    """The splitter against its definition, written the slow way (a look-behind at every position)."""
+    import re
+
+    split = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
+    rng = random.Random(7)
+    alphabet = 'ab .!?"\')]\n\t\u00a0x'
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(16)))
+        assert sentences(text) == [s.strip() for s in split.split(text.strip()) if s.strip()], repr(text)

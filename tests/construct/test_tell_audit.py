@@ -89,3 +89,26 @@ def test_the_builders_histories_are_within_the_audit_targets(full_like):
     assert a["recurrence"]["median_share"] <= TARGETS["recurrence_median_share"] and a["recurrence"]["max_repeats"] <= 3
     assert stats["dynamic_checkpoint_share"] >= 0.20
     assert stats["distractors_per_relevant"] >= 5
+
+
+def test_the_audit_in_a_worker_gives_the_same_figures(full_like):
+    """The build runs the classifier in a worker beside the rest: the same figures as in one process."""
+    from iba.construct.stats import compute_stats
+
+    stats = json.loads((full_like / "stats.json").read_text(encoding="utf-8"))
+    one = compute_stats(full_like, workers=1)
+    assert json.loads(json.dumps(one)) == stats
+    assert compute_stats(full_like, workers=2) == one
+
+
+def test_ngrams_are_scikit_learns(full_like):
+    """The audit's own analyzer gives the n-grams scikit-learn's default analyzer gives."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    from iba.construct.tell_audit import _ngrams
+
+    analyze = HashingVectorizer(ngram_range=(1, 2), lowercase=True).build_analyzer()
+    texts = [json.loads(line)["text"] for line in (full_like / "histories" / "u0000.jsonl").read_text(encoding="utf-8").splitlines()]
+    texts += ["", "a", "I'm OK", "Ünïcödé Straße naïve café", "ΣΊΣΥΦΟΣ İstanbul", "snake_case x2 2x 42 don't-stop", "tab\there\nnewline"]
+    for t in texts:
+        assert _ngrams(t) == analyze(t), t

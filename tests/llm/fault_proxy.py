@@ -5,7 +5,8 @@
         proxy.always(Fault.http(503))                # then this one for every later request (None: forward)
         backend = resolve_backend("openai:m", base_url=proxy.base_url)
 
-Only POST .../chat/completions requests are faulted; everything else is forwarded. A request
+Only POST .../chat/completions requests are faulted (`FaultProxy(url, path="/embeddings")`: the
+embeddings requests instead); everything else is forwarded. A request
 without a fault is forwarded unchanged (body and headers, less hop-by-hop ones) and the upstream
 answer returned unchanged. Every request is recorded in `proxy.hits` (arrival time, fault applied),
 so a test counts the attempts and measures the waits between them. Standard library only.
@@ -16,7 +17,8 @@ drop (close without any response), invalid_json (200 with a body that is not JSO
 real answer, cut in half, with the full Content-Length), length (the real answer with its text cut
 and finish_reason "length", as a server that stopped early), echo_reply (the real answer, a 200,
 with the request's Authorization header appended to its text, as a prompt-injected model or a
-debugging gateway might).
+debugging gateway might), shrink (an embeddings answer whose vectors keep only their first `dims`
+numbers, as a server swapped for another model would send).
 """
 
 from __future__ import annotations
@@ -36,21 +38,28 @@ _HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # delay | status | drop | invalid_json | cut_body | length | echo_reply
+    kind: str  # delay | status | drop | invalid_json | cut_body | length | echo_reply | shrink
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     echo_auth: bool = False
+    message: str | None = None  # the error message of a status fault (default "injected HTTP <code>")
+    dims: int = 0  # shrink: the numbers each vector keeps
 
     @staticmethod
     def delay(seconds: float) -> Fault:
         return Fault("delay", delay_s=seconds)
 
     @staticmethod
-    def http(code: int, *, retry_after: float | str | None = None, echo_auth: bool = False) -> Fault:
+    def http(code: int, *, retry_after: float | str | None = None, echo_auth: bool = False,
+             message: str | None = None) -> Fault:
         """An error status (429, 500, 503...) with a JSON error body, as servers send them."""
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
-        return Fault("status", status=code, headers=headers, echo_auth=echo_auth)
+        return Fault("status", status=code, headers=headers, echo_auth=echo_auth, message=message)
+
+    @staticmethod
+    def shrink(dims: int) -> Fault:
+        return Fault("shrink", dims=dims)
 
     @staticmethod
     def drop() -> Fault:
@@ -83,8 +92,9 @@ class Hit:
 
 
 class FaultProxy:
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, path: str = "/chat/completions") -> None:
         up = urlsplit(upstream)
+        self._path = path  # the requests faulted (by the end of their path)
         self._up_host, self._up_port = up.hostname or "127.0.0.1", up.port or 80
         self._queue: list[Fault] = []
         self._always: Fault | None = None
@@ -139,7 +149,7 @@ class FaultProxy:
                 self._reply(*self._upstream(body))
 
             def _fault_status(self, fault: Fault, body: bytes) -> None:
-                message = f"injected HTTP {fault.status}"
+                message = fault.message or f"injected HTTP {fault.status}"
                 if fault.echo_auth:  # as a misbehaving server or gateway might
                     message += f"; you sent Authorization: {self.headers.get('authorization')}"
                 data = json.dumps({"error": {"message": message, "type": "injected", "code": fault.status}}).encode()
@@ -166,6 +176,19 @@ class FaultProxy:
                 usage = reply.get("usage") or {}
                 if usage.get("completion_tokens"):
                     usage["completion_tokens"] = max(1, usage["completion_tokens"] // 2)
+                self._reply(status, headers, json.dumps(reply).encode())
+
+            def _fault_shrink(self, fault: Fault, body: bytes) -> None:
+                import base64
+
+                status, headers, data = self._upstream(body)
+                reply = json.loads(data)
+                for item in reply.get("data", []):
+                    emb = item["embedding"]
+                    if isinstance(emb, str):  # base64 float32: 4 bytes a number
+                        item["embedding"] = base64.b64encode(base64.b64decode(emb)[: 4 * fault.dims]).decode()
+                    else:
+                        item["embedding"] = emb[: fault.dims]
                 self._reply(status, headers, json.dumps(reply).encode())
 
             def _fault_echo_reply(self, fault: Fault, body: bytes) -> None:
@@ -206,16 +229,16 @@ class FaultProxy:
     def _take(self, method: str, path: str, auth: str | None) -> Fault | None:
         with self._lock:
             fault = None
-            if method == "POST" and path.rstrip("/").endswith("/chat/completions"):
+            if method == "POST" and path.rstrip("/").endswith(self._path):
                 fault = self._queue.pop(0) if self._queue else self._always
             self.hits.append(Hit(time.monotonic(), method, path, fault.kind if fault else None, auth))
             return fault
 
     # ------------------------------------------------------------------ observing
     def completions(self) -> list[Hit]:
-        """The chat-completion requests seen so far (attempts, retries included)."""
+        """The faulted kind of request (chat completions by default) seen so far, retries included."""
         with self._lock:
-            return [h for h in self.hits if h.method == "POST" and h.path.rstrip("/").endswith("/chat/completions")]
+            return [h for h in self.hits if h.method == "POST" and h.path.rstrip("/").endswith(self._path)]
 
     def gaps(self) -> list[float]:
         """Seconds between consecutive chat-completion requests: the client's waits (plus request time)."""

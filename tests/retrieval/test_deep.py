@@ -180,6 +180,11 @@ def test_history_repeats_fold_in_with_dates():
     class Index:  # the members fold_history_repeats reads
         memo: dict = {}
 
+        def derived(self, name, build):
+            if name not in self.memo:
+                self.memo[name] = build()
+            return self.memo[name]
+
         def __len__(self):
             return len(chunks)
 
@@ -257,3 +262,38 @@ def test_scenario_contrast_demotes_a_preference_about_another_scenario(tmp_path)
     rel = {r.chunk_id: s.relevance for r, s in zip(contrasted.candidates, contrasted.scores)}
     base = {r.chunk_id: s.relevance for r, s in zip(plain.candidates, plain.scores)}
     assert rel[commute.chunk_id] - base[commute.chunk_id] < rel[food.chunk_id] - base[food.chunk_id]
+
+
+def test_repeat_search_equals_counting_every_posting():
+    """The sentence index reads only the rarest words' postings (and remembers probes): the turns it
+    finds are exactly those a count over every posting finds, for probes of any size and any overlap."""
+    import random
+    from collections import Counter
+
+    from iba.retrieval.deep import _SentenceIndex
+    from iba.retrieval.passage import Chunk, Passage
+
+    rng = random.Random(7)
+    vocab = [f"w{i}" for i in range(40)] + ["the", "a", "and"] * 10  # common words post to most sentences
+    chunks = [Chunk(id=f"c{i}", text=f"[2025-01-01 user] {' '.join(rng.choices(vocab, k=rng.randint(6, 14)))}.",
+                    turn_ids=[f"t{i}"], timestamps=["2025-01-01T10:00"]) for i in range(300)]
+
+    class Index:
+        def __len__(self):
+            return len(chunks)
+
+        def passage(self, i, score, query=None):
+            c = chunks[i]
+            return Passage(chunk_id=c.id, text=c.text, turn_ids=c.turn_ids, timestamps=c.timestamps, score=score)
+
+    sentences = _SentenceIndex(Index())
+    found = 0
+    for _ in range(300):
+        probe = set(rng.sample(vocab, rng.randint(6, 12)))
+        overlap = rng.choice([0.5, 0.8, 0.9, 1.0])
+        shared = Counter(sid for w in probe for sid in sentences.postings.get(w, ()))
+        want = {sentences.turn_of[sid] for sid, n in shared.items() if n / len(probe) >= overlap}
+        assert sentences.repeating(probe, overlap) == want
+        assert sentences.repeating(set(probe), overlap) == want  # remembered
+        found += bool(want)
+    assert found > 30  # the probes do find repeats (the comparison is not of empty sets)

@@ -55,6 +55,22 @@ def test_key_depends_on_content_embedder_and_chunking(tmp_path):
     assert k != history_key(edited, "minilm", "token", 256, 50)
 
 
+def test_remembered_keys_are_the_content_keys():
+    """Keys are remembered per sequence of turn objects (a copy of the list shares them): the same key
+    as hashing the content, and an edited turn (a new object) is hashed again."""
+    from iba.retrieval import index as index_mod
+
+    clear_memory_cache()
+    h = make_history(TEXTS)
+    k = history_key(h, "minilm", "token", 256, 50)
+    assert history_key(list(h), "minilm", "token", 256, 50) == k == index_mod._content_key(h, "minilm", "token", 256, 50)
+    assert len(index_mod._key_memo) == 1  # the copy was a memo hit
+    edited = list(h)
+    edited[3] = edited[3].model_copy(update={"text": "changed"})
+    assert history_key(edited, "minilm", "token", 256, 50) == index_mod._content_key(edited, "minilm", "token", 256, 50) != k
+    assert history_key(h[:-1], "minilm", "token", 256, 50) != k
+
+
 def test_corrupt_entry_is_rebuilt(tmp_path):
     history = make_history(TEXTS)
     emb = HashEmbedder()
@@ -160,3 +176,29 @@ def test_mixed_units_are_the_windows_plus_the_user_turns(tmp_path):
     assert mixed.key not in (windows.key, turns.key)
     hits = mixed.search(h[users[0]].text, 3, "dense")
     assert hits[0].chunk_id.startswith("u") and hits[0].turn_ids == [h[users[0]].id]
+
+
+def test_a_derived_view_is_built_once_when_asked_at_once(tmp_path):
+    """One user's tasks run at once ask for its BM25 index (and Deep Retrieval's views) together."""
+    import time
+
+    index = HistoryIndex.build(make_history(TEXTS), HashEmbedder(), tmp_path, unit="token", size=64, overlap=10)
+    built = []
+    start = threading.Barrier(8)
+
+    def build():
+        built.append(1)
+        time.sleep(0.05)  # long enough that, unlocked, every thread would be building at once
+        return object()
+
+    def ask():
+        start.wait()
+        index.derived("view", build)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(built) == 1 and index.derived("view", build) is index.memo["view"]
+    assert index.bm25 is index.bm25

@@ -43,3 +43,38 @@ def tiny_dataset(root: Path) -> Path:
                         counts={"instances": 2})
     write_dataset(root, manifest, [persona], {"u0": turns}, instances, keys)
     return root
+
+
+def users_dataset(root: Path, users: int = 3, sessions: int = 3, turns: int = 2) -> Path:
+    """`users` users, each with `sessions` sessions of `turns` turns (ids "u1-s0-t0": the user is the
+    first part) and two tasks after the history: a call_api and a generate one."""
+    api = {"type": "object", "properties": {"texture": {"type": "string", "enum": ["soft", "regular"]}},
+           "required": ["texture"], "additionalProperties": False}
+    personas, histories, instances, keys = [], {}, [], []
+    for u in range(users):
+        uid = f"u{u}"
+        personas.append(Persona(id=uid, name=f"P{u}", background={}, traits=[], role="tester"))
+        histories[uid] = [
+            Turn(id=f"{uid}-s{s}-t{t}", session_id=f"{uid}-s{s}", timestamp=f"2025-01-{s + 1:02d}T10:00:{t:02d}",
+                 role="user" if t % 2 == 0 else "assistant", text=f"{uid} says thing {s}.{t} about soft food")
+            for s in range(sessions) for t in range(turns)]
+        instances += [
+            TaskView(instance_id=f"{uid}-food", user_id=uid, domain="daily", scenario="food_ordering",
+                     scenario_name="Food ordering", query="Order dinner.", action="call_api", api_name="order_food",
+                     api_schema=api, now="2025-02-01T09:00:00"),
+            TaskView(instance_id=f"{uid}-doc", user_id=uid, domain="writing", scenario="technical_documentation",
+                     scenario_name="Technical documentation writing", query="Document it.", action="generate",
+                     now="2025-02-01T09:30:00"),
+        ]
+        keys += [
+            AnswerKey(instance_id=f"{uid}-food", slots=[Slot(id=f"{uid}-food-s0", param="texture", dimension="texture",
+                                                              value="soft", accepted=["soft"],
+                                                              evidence=[f"{uid}-s0-t0"])]),
+            AnswerKey(instance_id=f"{uid}-doc", checkpoints=[Checkpoint(
+                id=f"{uid}-doc-c0", dimension="example_code_style", dimension_name="Example code style",
+                value="pseudocode", expected=SECRET_EXPECTED, kind="static", evidence=[f"{uid}-s0-t0"])]),
+        ]
+    manifest = Manifest(name="users", generator="tests", seed=0, taxonomy_version="test", created_by="test",
+                        counts={"instances": len(instances)})
+    write_dataset(root, manifest, personas, histories, instances, keys)
+    return root

@@ -101,7 +101,7 @@ def test_bad_numeric_options(root, option, value, message):
     ("rag?k", "agent rag: option 'k' in 'rag?k' must be key=value"),
     ("rag?k=1&k=2", "agent rag: option 'k' given twice"),
     ("external", "agent external: give exactly one of cmd=... or url=..."),
-    ("nope", "unknown agent 'nope'; choose from: direct, external, iba, iba-fc, null, oracle, rag"),
+    ("nope", "unknown agent 'nope'; choose from: direct, external, iba, iba-fc, memory, null, oracle, rag"),
     # counts are >= 1 (k=0 used to run "ok" with no retrieval at all)
     ("rag?k=0", "agent rag: option k=0: must be >= 1"),
     ("rag?k=-5", "agent rag: option k=-5: must be >= 1"),

@@ -11,6 +11,8 @@ docs/ARCHITECTURE.md: a command may import any package, no package imports a com
     score, judge_check                   scoring and judge calibration (iba.eval)
     report          tables, figures, HTML (iba.report.build)
     eval_retrieval, index                retrieval recall and reach; the index cache (iba.retrieval)
+    serve_embeddings                     an embedder behind /v1/embeddings (iba.retrieval.embeddings_server)
+    embedder_options                     not a command: the --embedder options of run, index, eval-retrieval
     import_data     `iba import` (iba.adapters)
     batch, submit, export                batch rounds, submission files, Hugging Face export
 """

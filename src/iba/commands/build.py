@@ -85,6 +85,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "batch submit DIR` + `iba batch collect DIR`, `iba batch answer DIR --model M` or `iba batch import DIR FILE`, "
         "then rerun this command; it writes the dataset and exits 0 when every session is written",
     )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="procedural writer: processes that plan and write the personas' histories (default: 2, or 1 on a "
+        "one-CPU machine); the dataset is byte-identical for any number",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -130,6 +137,7 @@ def main(args: argparse.Namespace) -> int:
             distractors_on=not args.no_distractors,
             llm_scope=args.llm_scope,
             batch=args.batch if args.writer == "llm" else None,
+            workers=args.workers,
         )
     except BatchPending as p:
         where = ", ".join(str(f) for f in sorted(p.round_dir.glob("*.requests.jsonl"))) if p.round_dir else ""

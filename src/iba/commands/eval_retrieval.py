@@ -20,6 +20,7 @@ BUDGETS = (1000, 2000, 4000, 8000)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from iba.commands.embedder_options import add_embedder_arguments
     from iba.retrieval.deep import DeepOptions
 
     d = DeepOptions()
@@ -31,7 +32,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="only the instances of N users drawn with --seed (a spread sample of a large dataset; "
         "each history is embedded once however many of its tasks are evaluated)",
     )
-    p.add_argument("--embedder", default="minilm", help="embedder name (minilm, all-mpnet-base-v2, bge-m3)")
     p.add_argument("--unit", choices=("token", "turn", "session", "mixed"), default="token", help="retrieval unit (default: 256-token chunks, 50 overlap)")
     g = p.add_argument_group("Deep Retrieval (the agents' options of the same names: iba?k=3&method=dense&feedback=false...)")
     g.add_argument("--k", type=positive_int, default=d.k, help=f"passages per query (default {d.k}; the paper's 3)")
@@ -56,6 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"deciding-prompt size in tokens (about 4 characters each), repeatable (default: {', '.join(map(str, BUDGETS))})")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--cache-dir", default=".iba-cache", help="history index cache (default .iba-cache)")
+    add_embedder_arguments(p)
 
 
 def deep_options(args: argparse.Namespace):
@@ -67,11 +68,18 @@ def deep_options(args: argparse.Namespace):
 
 
 def main(args: argparse.Namespace) -> int:
+    from iba.commands.embedder_options import embedder_from_args
     from iba.dataset import Dataset
+    from iba.llm.base import LLMError
     from iba.retrieval.evaluate import RecallTable, gold_turns, ranked_lists, sample_users
     from iba.run.prompt_reach import ReachTable
     from iba.retrieval.index import HistoryIndex
 
+    try:
+        args.embedder = embedder_from_args(args)
+    except (ValueError, RuntimeError) as e:
+        print(f"iba eval-retrieval: {e}", file=sys.stderr)
+        return 2
     ds = Dataset(args.dataset)
     keys = ds.answer_keys()
     instances = list(ds.instances)
@@ -107,14 +115,19 @@ def main(args: argparse.Namespace) -> int:
         key = keys[task.instance_id]
         gold = gold_turns(key)
         history = ds.history(task.user_id)
-        if gold:
-            index = HistoryIndex.build(history, args.embedder, Path(args.cache_dir), unit=args.unit)
-            queries = asyncio.run(_llm_queries(backend, task, args.seed)) if backend else None
-            table.add(ranked_lists(index, task, opts, queries, scenarios=scenarios), gold)
-        else:
-            skipped += 1
-        if args.agents:
-            asyncio.run(reach.add(task, key, history, Path(args.cache_dir), args.embedder, scenarios))
+        try:
+            if gold:
+                index = HistoryIndex.build(history, args.embedder, Path(args.cache_dir), unit=args.unit)
+                queries = asyncio.run(_llm_queries(backend, task, args.seed)) if backend else None
+                table.add(ranked_lists(index, task, opts, queries, scenarios=scenarios), gold)
+            else:
+                skipped += 1
+            if args.agents:
+                asyncio.run(reach.add(task, key, history, Path(args.cache_dir), args.embedder, scenarios))
+        except LLMError as e:  # an embeddings (or --expansion llm) server that failed after its retries
+            print(f"\niba eval-retrieval: {task.instance_id}: {e}; indexes embedded so far are cached, "
+                  "rerun the same command to go on", file=sys.stderr)
+            return 1
         if sys.stderr.isatty():
             print(f"\r{n}/{len(instances)} instances", end="", file=sys.stderr, flush=True)
     if sys.stderr.isatty():

@@ -23,6 +23,8 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "I
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from iba.commands.embedder_options import add_embedder_arguments
+
     p.add_argument("dataset", type=Path, help="dataset directory (from `iba build` or `iba import`)")
     p.add_argument("--users", type=positive_int, default=None, metavar="N",
                    help="only N users drawn with --seed (the sample `iba eval-retrieval --users N` takes; "
@@ -32,7 +34,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="histories embedded at once, one process each (default 1: in this process)")
     p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"),
                    help="the cache `iba run --cache-dir` reads (default: .iba-cache); indexes go to CACHE/index")
-    p.add_argument("--embedder", default="minilm", help="the run's --embedder (default: minilm)")
     p.add_argument("--unit", choices=("token", "turn", "session", "mixed"), default="mixed",
                    help="retrieval unit, as the agents' unit= option (default: mixed, the iba agent's; it also "
                         "caches the token windows that rag and direct's defaults read)")
@@ -44,6 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", default=None, metavar="ADDRESS",
                    help="with --executor ray: the cluster to join (default: $RAY_ADDRESS, else a local one)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_embedder_arguments(p)  # the run's --embedder (and its servers)
 
 
 def build_one(root: str, user_id: str, embedder: str, cache_dir: str, unit: str, size: int, overlap: int,
@@ -77,8 +79,11 @@ def _count_lines(path: Path) -> int:
 def main(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
+    from iba.commands.embedder_options import embedder_from_args, is_remote
     from iba.dataset import Dataset, DatasetError
+    from iba.llm.base import LLMError
     from iba.retrieval.chunking import CHUNK_OVERLAP, CHUNK_TOKENS
+    from iba.retrieval.embed import get_embedder
     from iba.retrieval.evaluate import sample_users
 
     try:
@@ -87,10 +92,10 @@ def main(args: argparse.Namespace) -> int:
     except DatasetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    base = args.embedder.partition("?")[0]
-    if base not in registry.names("embedders"):
-        print(f"error: argument --embedder: unknown embedder {base!r} (allowed: {', '.join(registry.names('embedders'))})",
-              file=sys.stderr)
+    try:
+        args.embedder = embedder_from_args(args)
+    except (ValueError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     if args.overlap is not None and args.overlap < 0:
         print("error: argument --overlap: must be >= 0", file=sys.stderr)
@@ -113,6 +118,15 @@ def main(args: argparse.Namespace) -> int:
     jobs = [(str(Path(ds.root).resolve()), u, args.embedder, str(Path(args.cache_dir).resolve()), args.unit, size, overlap)
             for u in users]
 
+    if is_remote(args.embedder):
+        try:  # one request: a server that is down or serves no such model is said now, not per history
+            dim = get_embedder(args.embedder).dim
+        except LLMError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        if not args.quiet:
+            print(f"{args.embedder}: {dim} dimensions, from {len(get_embedder(args.embedder).endpoints)} endpoint(s)",
+                  file=sys.stderr)
     bar = tqdm(total=sum(sizes.values()), unit="turn", desc="index", disable=args.quiet)
     built = cached = chunks = turns_built = 0
     start = time.perf_counter()
@@ -130,6 +144,11 @@ def main(args: argparse.Namespace) -> int:
         bar.close()
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except LLMError as e:  # an embeddings server that failed after its retries and failover
+        bar.close()
+        print(f"error: {e}\n{built} histories embedded before it are in the cache; rerun the same command to go on",
+              file=sys.stderr)
+        return 1
     except RuntimeError as e:  # an embedder that cannot load (its package missing) says what to install
         bar.close()
         print(f"error: {e}", file=sys.stderr)

@@ -89,6 +89,8 @@ def backend_options(args: argparse.Namespace, *, judge: bool = False) -> dict:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from iba.commands.embedder_options import add_embedder_arguments
+
     p.add_argument("dataset", type=Path,
                    help="dataset directory (from `iba build` or `iba import`), a Hugging Face export of one "
                    "(`iba export hf`), or a Hugging Face hub id written hf:owner/name (downloaded, needs iba[hf])")
@@ -98,7 +100,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "distractors.jsonl and persona_states.jsonl beside it are hidden from agents too. With --qa "
                    "the tasks run first, then the probes (which are in the key)")
     p.add_argument("--agent", action="append", dest="agents", metavar="SPEC",
-                   help="agent spec, repeatable: direct, rag, iba, iba-fc, external?cmd=..., with options "
+                   help="agent spec, repeatable: direct, rag, iba, iba-fc, external?cmd=..., memory?cmd=..., with options "
                    "as iba?retrieval=false&btda=false&synthesis=rag&reranker=rules (default: rag). Reference rows, "
                    "marked as such in reports and submissions: null (the direct prompt with no history), direct "
                    "(the full-context row: the most recent turns that fit the context window), oracle (only the "
@@ -118,6 +120,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "same instances, and the sample of N is the first N of any larger one")
     p.add_argument("--domain", action="append", dest="domains", help="only this domain id (repeatable)")
     p.add_argument("--scenario", action="append", dest="scenarios", help="only this scenario id (repeatable)")
+    p.add_argument("--user", action="append", dest="users", metavar="USER_ID",
+                   help="only this user's instances (repeatable), e.g. a few users for a memory agent, which "
+                   "ingests each user's whole history once (docs/memory_systems.md)")
     p.add_argument("--concurrency", type=positive_int, default=1,
                    help="instances in flight at once (the embedded model serialises anyway; raise it for servers)")
     p.add_argument("--qa", action="store_true", help="also ask each instance's multiple-choice QA probes (knowledge-to-action gap)")
@@ -128,7 +133,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-repeats", type=positive_int, default=1, help="repeated judging per checkpoint (default: 1)")
     p.add_argument("--no-score", action="store_true", help="store actions only; score later with `iba score`")
     p.add_argument("--timeout", type=positive_float, default=900.0, help="seconds per agent action before it is errored")
-    p.add_argument("--embedder", default="minilm", help="retrieval embedder (default: minilm = all-MiniLM-L6-v2, offline)")
+    add_embedder_arguments(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--batch", type=Path, default=None, metavar="DIR",
                    help="call no model: write every pending call (agent steps and judges) as OpenAI Batch API "
@@ -178,10 +183,12 @@ def judge_backends(spec: str, run_backend, args, *, sends: bool = True) -> list:
             else backend_from_args(name, args, judge=True, **extra) for name in names]
 
 
-def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None) -> str | None:
-    """Why --domain/--scenario select nothing that exists (a typo would otherwise run 0 instances)."""
+def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None,
+                    users: list[str] | None = None) -> str | None:
+    """Why --domain/--scenario/--user select nothing that exists (a typo would otherwise run 0 instances)."""
     for flag, wanted, have in (("--domain", domains, {t.domain for t in ds.instances}),
-                               ("--scenario", scenarios, {t.scenario for t in ds.instances})):
+                               ("--scenario", scenarios, {t.scenario for t in ds.instances}),
+                               ("--user", users, {t.user_id for t in ds.instances})):
         unknown = [v for v in wanted or [] if v not in have]
         if unknown:
             return (f"argument {flag}: {unknown[0]!r} is not in this dataset "
@@ -189,13 +196,16 @@ def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None) 
     return None
 
 
-def check_embedder(name: str) -> str | None:
-    """An unknown --embedder would fail inside every retrieving agent's act, as errored records."""
-    from iba import registry
+def check_embedder(args: argparse.Namespace) -> str | None:
+    """An unknown --embedder, or an openai: one that cannot be set up, would fail inside every retrieving
+    agent's act; said here instead. Sets args.embedder to the spec with its server settings."""
+    from iba.commands.embedder_options import embedder_from_args
 
-    known = registry.names("embedders")
-    base = name.partition("?")[0]
-    return None if base in known else f"argument --embedder: unknown embedder {base!r} (allowed: {', '.join(known)})"
+    try:
+        args.embedder = embedder_from_args(args)
+    except (ValueError, RuntimeError) as e:
+        return str(e)
+    return None
 
 
 def check_executor(args: argparse.Namespace) -> str | None:
@@ -236,7 +246,7 @@ def main(args: argparse.Namespace) -> int:
     except (DatasetError, HFError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    problem = check_selection(ds, args.domains, args.scenarios) or check_embedder(args.embedder) or check_executor(args)
+    problem = check_selection(ds, args.domains, args.scenarios, args.users) or check_embedder(args) or check_executor(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -276,6 +286,7 @@ def main(args: argparse.Namespace) -> int:
     cfg = RunConfig(
         agents=args.agents or ["rag"], run=args.run, trials=args.trials, seed=args.seed,
         concurrency=args.concurrency, limit=args.limit, domains=args.domains, scenarios=args.scenarios,
+        users=args.users,
         qa=args.qa, qa_per_instance=args.qa_per_instance, score=not args.no_score,
         judge_repeats=args.judge_repeats, timeout_s=args.timeout, retry_errored=args.retry_errored,
         cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
@@ -284,7 +295,7 @@ def main(args: argparse.Namespace) -> int:
     selected = select_instances(ds, cfg)
     if not selected:
         where = f"{args.dataset / 'instances.jsonl'} has no instances" if not ds.instances else \
-            "no instance matches both --domain and --scenario"
+            "no instance matches --domain, --scenario and --user together"
         print(f"error: nothing to run: {where}", file=sys.stderr)
         return 2
     try:
@@ -331,6 +342,11 @@ def main(args: argparse.Namespace) -> int:
         f"in {summary.wall_s:.1f}s; {summary.usage.llm_calls} LLM calls, "
         f"{summary.usage.prompt_tokens} prompt + {summary.usage.completion_tokens} completion tokens"
     )
+    if summary.ingests:
+        u = summary.ingest_usage
+        print(f"memory: {summary.ingests} user history(ies) ingested; the memories reported {u.llm_calls} LLM calls, "
+              f"{u.prompt_tokens} prompt + {u.completion_tokens} completion tokens for ingesting (not in the figures "
+              "above, which are the acts')")
     for line in summary.notes + reference_lines(cfg.agents):
         print(line)
     for line in summary.errors[:5]:

@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from itertools import accumulate
 
 import yaml
 
 from iba.construct import evidence_bank as bank
 from iba.construct.plan_types import DistractorItem, InstancePlan, PersonaPlan, Reveal, SessionPlan
-from iba.construct.rng import weighted_choice
+from iba.construct.rng import ChangingWeights, weighted_choice
 from iba.types import Dimension, PreferenceValue, Scenario, Taxonomy
 
 # Distractor turns per labelled turn of the persona (the issue's floor is 5 per evidence turn).
@@ -86,19 +87,42 @@ def anchored_related(a: Key, b: Key) -> bool:
     return a[1] == b[1] or _share(facets().anchored, a, b)
 
 
+@cache
+def _groups_of(kind: str) -> dict[str, frozenset[str]]:
+    """Dotted dimension key -> the names of the `kind` ("generic" or "anchored") facets it is in."""
+    out: dict[str, set[str]] = {}
+    for name, members in getattr(facets(), kind).items():
+        for m in members:
+            out.setdefault(m, set()).add(name)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
 def own_pool(taxonomy: Taxonomy, task_scenarios: list[Scenario]) -> list[tuple[Scenario, Dimension, bool]]:
-    """(scenario, dimension, must be anchored) a persona with these task scenarios may voice as its own."""
+    """(scenario, dimension, must be anchored) a persona with these task scenarios may voice as its own.
+
+    The same test as generic_related / anchored_related against every task dimension, done with
+    the facets each key is in (the full build asks this ~7 million times pairwise)."""
     tasks = {s.id for s in task_scenarios}
-    taken = [(s.id, d.id) for s in task_scenarios for d in s.dimensions]
+    generic, anchored = _groups_of("generic"), _groups_of("anchored")
+    none: frozenset[str] = frozenset()
+    taken_generic: set[str] = set()
+    taken_anchored: set[str] = set()
+    taken_dims: set[str] = set()
+    for s in task_scenarios:
+        for d in s.dimensions:
+            dotted = f"{s.id}.{d.id}"
+            taken_generic |= generic.get(dotted, none)
+            taken_anchored |= anchored.get(dotted, none)
+            taken_dims.add(d.id)
     out = []
     for s in taxonomy.scenarios():
         if s.id in tasks:
-            continue
+            continue  # generic_related: the same scenario as a task's
         for d in s.dimensions:
-            k = (s.id, d.id)
-            if any(generic_related(k, t) for t in taken):
+            dotted = f"{s.id}.{d.id}"
+            if not taken_generic.isdisjoint(generic.get(dotted, none)):
                 continue
-            out.append((s, d, any(anchored_related(k, t) for t in taken)))
+            out.append((s, d, d.id in taken_dims or not taken_anchored.isdisjoint(anchored.get(dotted, none))))
     return out
 
 
@@ -128,26 +152,56 @@ class Profile:
         return self.reveals.get(k, 0) / self.available[k] if self.available.get(k) else 0.0
 
 
-def profile(plans: list[PersonaPlan], taxonomy: Taxonomy) -> Profile:
-    """The evidence profile of `plans` (PersonaPlans of one build)."""
-    reveals: Counter[Key] = Counter()
-    signals: Counter[str] = Counter()
-    bundles: Counter[int] = Counter()
-    available: Counter[Key] = Counter()
-    recent = n_items = 0
+def _sum(a: Counter, b: Counter) -> Counter:
+    """a + b keeping zero counts (Counter's + drops them)."""
+    out = Counter(a)
+    out.update(b)
+    return out
+
+
+@dataclass
+class ProfileCounts:
+    """The counts behind a Profile, for some of a build's personas: the counts of two groups of
+    personas add up to those of all of them (a build split over processes adds its parts)."""
+
+    reveals: Counter[Key] = field(default_factory=Counter)
+    available: Counter[Key] = field(default_factory=Counter)
+    signals: Counter[str] = field(default_factory=Counter)
+    bundles: Counter[int] = field(default_factory=Counter)
+    recent: int = 0
+    items: int = 0
+
+    def __add__(self, other: ProfileCounts) -> ProfileCounts:
+        return ProfileCounts(_sum(self.reveals, other.reveals), _sum(self.available, other.available),
+                             _sum(self.signals, other.signals), _sum(self.bundles, other.bundles),
+                             self.recent + other.recent, self.items + other.items)
+
+    def profile(self) -> Profile:
+        return Profile(dict(self.reveals), dict(self.available), dict(self.signals), dict(self.bundles),
+                       self.recent / self.items if self.items else 0.0)
+
+
+def profile_counts(plans: list[PersonaPlan], taxonomy: Taxonomy) -> ProfileCounts:
+    """The evidence profile's counts over `plans`."""
+    c = ProfileCounts()
     for p in plans:
         for inst in p.instances:
             for item in inst.evidence:
-                n_items += 1
-                recent += item.recent
-                signals[item.signal_type] += 1
-                bundles[len(item.reveals)] += 1
+                c.items += 1
+                c.recent += item.recent
+                c.signals[item.signal_type] += 1
+                c.bundles[len(item.reveals)] += 1
                 for r in item.reveals:
-                    reveals[(inst.scenario.id, r.dimension)] += 1
+                    c.reveals[(inst.scenario.id, r.dimension)] += 1
         tasks = list({i.scenario.id: i.scenario for i in p.instances}.values())
         for s, d, _ in own_pool(taxonomy, tasks):
-            available[(s.id, d.id)] += 1
-    return Profile(dict(reveals), dict(available), dict(signals), dict(bundles), recent / n_items if n_items else 0.0)
+            c.available[(s.id, d.id)] += 1
+    return c
+
+
+def profile(plans: list[PersonaPlan], taxonomy: Taxonomy) -> Profile:
+    """The evidence profile of `plans` (PersonaPlans of one build)."""
+    return profile_counts(plans, taxonomy).profile()
 
 
 def _weighted_sample(rng: random.Random, items: list, weights: list[float], k: int) -> list:
@@ -207,11 +261,13 @@ def plan_distractors(
         # someone else's, ended and hypothetical preferences are told, not reacted with
         return weighted_choice(rng, told_types, told_w) if told_types else "direct_statement"
 
+    # running sums of the long weight lists, once (rng.choices with cum_weights draws the same)
+    other_cum, own_cum = list(accumulate(other_w)), list(accumulate(own_w))
     items: list[DistractorItem] = []
     for j, form in enumerate(forms):
         key = f"{persona_id}/distractor/{j}"
         if form == "other_person":  # a past task done for someone else, and their preference
-            s, d, anchored = weighted_choice(rng, pool, other_w)
+            s, d, anchored = rng.choices(pool, cum_weights=other_cum, k=1)[0]
             signal = weighted_choice(rng, signal_types, signal_w)
             mates = [m for m in scen_dims[s.id] if m[1].id != d.id]
             size = min(len(mates) + 1, weighted_choice(rng, sizes, size_w))
@@ -226,7 +282,7 @@ def plan_distractors(
                 recent=rng.random() < prof.recent_share,
             ))
             continue
-        s, d, anchored = weighted_choice(rng, own, own_w)
+        s, d, anchored = rng.choices(own, cum_weights=own_cum, k=1)[0]
         value = held[(s.id, d.id)]
         if form == "ended":
             others = [v for v in static_values(d) if v.id != value.id]
@@ -286,62 +342,90 @@ def place(rng: random.Random, sessions: list[SessionPlan], items: list[Distracto
         free.append(set(range(s.n_turns)) - (set(range(*core)) if core else set()))
 
     def starts(j: int, size: int) -> list[int]:
-        return [a for a in range(0, sessions[j].n_turns - size + 1, 2) if all(a + i in free[j] for i in range(size))]
+        f, n = free[j], sessions[j].n_turns
+        if size == 2:
+            return [a for a in range(0, n - 1, 2) if a in f and a + 1 in f]
+        if size == 4:
+            return [a for a in range(0, n - 3, 2) if a in f and a + 1 in f and a + 2 in f and a + 3 in f]
+        return [a for a in range(0, n - size + 1, 2) if all(a + i in f for i in range(size))]
 
     slots = {size: [starts(j, size) for j in range(len(sessions))] for size in (2, 4)}
+    # each session's number of free starts, kept up to date: the draw's weights (drawn as
+    # rng.choices draws, without summing ~300 weights again for each of ~340 distractors)
+    weights = {size: ChangingWeights([len(x) for x in slots[size]]) for size in (2, 4)}
     dropped = 0
     for item in items:
         size = exchange_size(item)
-        weights = [len(x) for x in slots[size]]
-        if not any(weights):
+        if weights[size].total <= 0:
             dropped += 1
             continue
-        j = rng.choices(range(len(sessions)), weights=weights, k=1)[0]
+        j = weights[size].draw(rng)
         start = rng.choice(slots[size][j])
         free[j] -= set(range(start, start + size))
         for sz in (2, 4):
             slots[sz][j] = starts(j, sz)
+            weights[sz].set(j, len(slots[sz][j]))
         sessions[j].distractors.append((start, item))
     for s in sessions:
         s.distractors.sort(key=lambda x: x[0])
     return dropped
 
 
-def add_distractors(seed: int, plans: list[PersonaPlan], taxonomy: Taxonomy) -> None:
-    """Plan every persona's distractors (with the build's evidence profile), place them in its
-    sessions' filler and give each its turn id and time (the sessions are laid out already; the
-    history's length does not change)."""
+def add_distractors(seed: int, plans: list[PersonaPlan], taxonomy: Taxonomy, prof: Profile | None = None) -> None:
+    """Plan every persona's distractors (with the build's evidence profile `prof`, by default that
+    of `plans`), place them in its sessions' filler and give each its turn id and time (the
+    sessions are laid out already; the history's length does not change)."""
     from iba.construct.history import turn_id
     from iba.construct.rng import derive
 
-    prof = profile(plans, taxonomy)
+    if prof is None:
+        prof = profile(plans, taxonomy)
     for p in plans:
         rng = derive(seed, p.persona.id, "distractors")
         items = plan_distractors(rng, p.persona.id, p.instances, taxonomy, p.n_relevant, prof)
         place(rng, p.sessions, items)
         for s in p.sessions:
             for k, d in s.distractor_turns():
-                d.turn_id, d.timestamp = turn_id(p.persona.id, s.index, k), s.turn_times[k]
+                d.turn_id, d.timestamp = turn_id(p.persona.id, s.index, k), s.turn_time(k)
 
 
-def anchor_rates(plans: list[PersonaPlan]) -> dict[str, float]:
-    """How often an evidence turn of each scenario names its scenario, so that naming one tells
-    evidence from distractors no better than chance: a scenario whose distractors must name it n
-    times gets its evidence named so that names and turns keep the build's evidence-to-distractor
-    ratio (at most always). Distractors that need not name their scenario never do."""
-    evidence: Counter[str] = Counter()
-    named: Counter[str] = Counter()
-    exchanges = 0
+@dataclass
+class AnchorCounts:
+    """Evidence items and anchored distractor exchanges per scenario, for some of a build's personas
+    (counts of two groups add up)."""
+
+    evidence: Counter[str] = field(default_factory=Counter)
+    named: Counter[str] = field(default_factory=Counter)
+    exchanges: int = 0
+
+    def __add__(self, other: AnchorCounts) -> AnchorCounts:
+        return AnchorCounts(_sum(self.evidence, other.evidence), _sum(self.named, other.named), self.exchanges + other.exchanges)
+
+    def rates(self) -> dict[str, float]:
+        """How often an evidence turn of each scenario names its scenario, so that naming one tells
+        evidence from distractors no better than chance: a scenario whose distractors must name it n
+        times gets its evidence named so that names and turns keep the build's evidence-to-distractor
+        ratio (at most always). Distractors that need not name their scenario never do."""
+        total = sum(self.evidence.values())
+        if not self.exchanges or not total:
+            return {}
+        ratio = total / self.exchanges
+        return {sid: round(min(1.0, ratio * self.named[sid] / n), 4) for sid, n in sorted(self.evidence.items()) if n}
+
+
+def anchor_counts(plans: list[PersonaPlan]) -> AnchorCounts:
+    c = AnchorCounts()
     for p in plans:
         for inst in p.instances:
-            evidence[inst.scenario.id] += len(inst.evidence)
+            c.evidence[inst.scenario.id] += len(inst.evidence)
         for s in p.sessions:
             for _, d in s.distractors:
                 if d.form in ("own_other_topic", "other_person"):
-                    exchanges += 1
-                    named[d.scenario.id] += d.anchored
-    total = sum(evidence.values())
-    if not exchanges or not total:
-        return {}
-    ratio = total / exchanges
-    return {sid: round(min(1.0, ratio * named[sid] / n), 4) for sid, n in sorted(evidence.items()) if n}
+                    c.exchanges += 1
+                    c.named[d.scenario.id] += d.anchored
+    return c
+
+
+def anchor_rates(plans: list[PersonaPlan]) -> dict[str, float]:
+    """AnchorCounts.rates over `plans` (a whole build)."""
+    return anchor_counts(plans).rates()

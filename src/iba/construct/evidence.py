@@ -180,10 +180,10 @@ def preference_text(
 
 def _take(rng: random.Random, voice: Voice, options: Sequence[str], fallback: Sequence[str], **fmt: str) -> str:
     """An option that fits the budget, or else one of `fallback` (short sentences: never bounded)."""
-    texts = [o.format(**fmt) for o in options]
-    got = voice.budget.take(rng, texts)
+    # rendered lazily, as tried (most fit at the first try; rendering every option cost more)
+    got = voice.budget.take(rng, options, render=lambda o: o.format(**fmt))
     if got is not None:
-        return got
+        return got.format(**fmt)
     short = rng.choice(list(fallback)).format(**fmt)
     assert not long_sentences(short), f"a fallback must be short: {short!r}"
     return short

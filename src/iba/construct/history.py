@@ -1,4 +1,4 @@
-"""Lay a persona's sessions out on a timeline and turn them into `Turn`s.
+"""Lay a persona's sessions out on a timeline and write them as `Turn`s.
 
 Sessions fall on distinct days (a few share a day only when a narrow window is full) over the
 months before the persona's tasks. Evidence sessions honour their windows: the old value of a
@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
 from iba.construct.plan_types import PersonaPlan, SessionPlan, StateSpan
 from iba.construct.rng import EPOCH, iso
-from iba.types import PersonaStateSpan, Turn
+from iba.dataset import turn_line
+from iba.types import PersonaStateSpan
 
 MIN_SPAN_DAYS = 60
 DAYS_PER_SESSION = 1.25  # slack so that most sessions get a day of their own
@@ -82,17 +84,17 @@ def layout(rng: random.Random, plan: PersonaPlan) -> None:
         width = 14 * 60 // per_day[s.day]
         minute = 7 * 60 + slot * width + rng.randrange(max(1, width - 90))
         s.start = plan.start + timedelta(days=s.day, minutes=minute)
-        t = s.start
-        times = []
+        offsets = array("I")
+        at = 0
         for k in range(s.n_turns):
-            times.append(iso(t))
+            offsets.append(at)
             # after a user turn the assistant answers fast; after an assistant turn the user reads and types
-            t += timedelta(seconds=rng.randint(20, 90) if k % 2 == 0 else rng.randint(40, 240))
-        s.turn_times = times
+            at += rng.randint(20, 90) if k % 2 == 0 else rng.randint(40, 240)
+        s.turn_offsets = offsets
         label = s.labelled
         if label is not None:
             s.item.turn_id = turn_id(pid, index, label)  # type: ignore[union-attr]
-            s.item.timestamp = times[label]  # type: ignore[union-attr]
+            s.item.timestamp = s.turn_time(label)  # type: ignore[union-attr]
 
 
 def session_id(persona_id: str, index: int) -> str:
@@ -125,8 +127,9 @@ def state_spans(plan: PersonaPlan) -> list[PersonaStateSpan]:
     ]
 
 
-def iter_turns(plan: PersonaPlan, texts: Callable[[SessionPlan], list[str]]) -> Iterator[Turn]:
-    """The persona's history in time order; `texts` writes the text of one session."""
+def history_lines(plan: PersonaPlan, texts: Callable[[SessionPlan], list[str]]) -> Iterator[str]:
+    """The persona's history in time order, one Turn's JSON line each; `texts` writes the text of
+    one session."""
     pid = plan.persona.id
     for s in plan.sessions:
         sid = session_id(pid, s.index)
@@ -134,8 +137,6 @@ def iter_turns(plan: PersonaPlan, texts: Callable[[SessionPlan], list[str]]) -> 
         if len(body) != s.n_turns:
             raise RuntimeError(f"writer returned {len(body)} turns for session {sid}, planned {s.n_turns}")
         for k, (ts, text) in enumerate(zip(s.turn_times, body)):
-            # model_construct: every field is produced here in the right shape; skipping
-            # validation keeps the full build (millions of turns) fast
-            yield Turn.model_construct(
-                id=f"{sid}-t{k:02d}", session_id=sid, timestamp=ts, role="user" if k % 2 == 0 else "assistant", text=text
-            )
+            # the JSON directly: every field is produced here in the right shape, and no Turn
+            # models keep the full build (millions of turns) fast
+            yield turn_line(f"{sid}-t{k:02d}", sid, ts, "user" if k % 2 == 0 else "assistant", text)

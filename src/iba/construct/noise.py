@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 import string
 from dataclasses import dataclass, field
+from functools import cache
+from itertools import accumulate
 
 from iba.construct import noise_bank as bank
 from iba.construct.noise_topics import NoiseTopic, load_noise_topics
@@ -49,8 +51,9 @@ def padded_length(rng: random.Random, core: int) -> tuple[int, int]:
     return n, 2 * rng.randint(0, (n - core) // 2)
 
 
+@cache
 def topics_by_id() -> dict[str, NoiseTopic]:
-    return {t.id: t for t in load_noise_topics()}
+    return {t.id: t for t in load_noise_topics()}  # read-only: cached (every noise stretch asks)
 
 
 class TopicDeck:
@@ -104,29 +107,31 @@ def join_lead(lead: str, text: str) -> str:
     return lead + (text if text.startswith(("I ", "I'")) else text[:1].lower() + text[1:])
 
 
-# each aside template with the slots it uses (drawing only those keeps the grammar cheap)
+# each aside template with the slots it uses and their options (drawing only those keeps the grammar cheap)
 _ASIDES = tuple(
-    (t, tuple(dict.fromkeys(f for _, f, _, _ in string.Formatter().parse(t) if f and f != "city"))) for t in bank.ASIDE_TEMPLATES
+    (t, tuple((f, bank.ASIDE_SLOTS[f]) for f in dict.fromkeys(f for _, f, _, _ in string.Formatter().parse(t) if f and f != "city")))
+    for t in bank.ASIDE_TEMPLATES
 )
+_ASIDE_COUNTS = tuple(accumulate(ASIDE_WEIGHTS))  # with_asides draws with these (rng.choices: the same draw)
 
 
 def aside(rng: random.Random, voice: Voice, tries: int = 6, *, commit: bool = True) -> str | None:
     """One context sentence from the aside grammar that still fits the budget (None if none did);
     marked used unless `commit` is False (the caller checks and marks the whole turn)."""
+    choice, budget, city = rng.choice, voice.budget, voice.city  # the writer's hottest loop: names bound once
     for _ in range(tries):
-        template, names = rng.choice(_ASIDES)
-        fills = {k: rng.choice(bank.ASIDE_SLOTS[k]) for k in names}
-        text = template.format(city=voice.city, **fills)
-        if voice.budget.fits(text):
+        template, slots = choice(_ASIDES)
+        text = template.format(city=city, **{k: choice(options) for k, options in slots})
+        if budget.fits(text):
             if commit:
-                voice.budget.use(text)
+                budget.use(text)
             return text
     return None
 
 
 def with_asides(rng: random.Random, voice: Voice, text: str) -> str:
     """A user turn with 0-3 context sentences before or after it."""
-    k = rng.choices(range(len(ASIDE_WEIGHTS)), weights=ASIDE_WEIGHTS, k=1)[0]
+    k = rng.choices(range(len(ASIDE_WEIGHTS)), cum_weights=_ASIDE_COUNTS, k=1)[0]
     extra = [a for a in (aside(rng, voice) for _ in range(k)) if a]
     if not extra:
         return text

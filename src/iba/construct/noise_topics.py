@@ -46,7 +46,8 @@ def load_noise_topics() -> tuple[NoiseTopic, ...]:
         if not entry.name.endswith(".yaml"):
             continue
         try:
-            items = yaml.safe_load(entry.read_text(encoding="utf-8")) or []
+            # libyaml where PyYAML has it (~15x faster; the same safe loading)
+            items = yaml.load(entry.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or []  # noqa: S506
         except yaml.YAMLError as e:
             raise NoiseTopicError(f"{DATA}/{entry.name}: not valid YAML: {e}") from None
         if not isinstance(items, list):

@@ -8,10 +8,12 @@ plan, so both writers produce the same answer key for the same seed.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from iba.construct.rng import iso_after
 from iba.types import Dimension, Persona, PreferenceValue, Scenario, TransientState
 
 SessionKind = Literal["evidence", "state", "noise"]
@@ -153,7 +155,9 @@ class SessionPlan:
     day: int = -1
     index: int = -1  # session number in the persona's history, set by the layout
     start: datetime | None = None
-    turn_times: list[str] = field(default_factory=list)
+    # seconds after `start` of each turn, set by the layout (compact: the full build has ~2
+    # million turns, and their timestamps as strings took ~160 MB of its plans)
+    turn_offsets: array = field(default_factory=lambda: array("I"))
     # distractor exchanges placed in this session's filler: (turn offset, item), offsets even, in order
     distractors: list[tuple[int, DistractorItem]] = field(default_factory=list)
 
@@ -165,6 +169,14 @@ class SessionPlan:
         if self.kind == "state" and self.item.active:  # type: ignore[union-attr]
             return self.offset
         return None
+
+    @property
+    def turn_times(self) -> list[str]:
+        """Each turn's timestamp (ISO 8601)."""
+        return iso_after(self.start, self.turn_offsets)  # type: ignore[arg-type]
+
+    def turn_time(self, k: int) -> str:
+        return iso_after(self.start, self.turn_offsets[k : k + 1])[0]  # type: ignore[arg-type]
 
     def distractor_turns(self) -> list[tuple[int, "DistractorItem"]]:
         """(turn index in the session, item) of each distractor turn the session holds."""

@@ -16,6 +16,8 @@ import numpy as np
 
 from iba.construct import style_audit, tell_audit
 from iba.construct.count_histograms import BINS, bin_of, empty_hist
+from iba.construct.memory import release_free_memory
+from iba.construct.workers import can_fork
 from iba.dataset import Dataset, DatasetError, dump_json
 from iba.types import SIGNAL_TYPES, Taxonomy
 
@@ -139,8 +141,9 @@ def _distractor_forms(root: Path) -> dict[str, dict[str, str]]:
     return out
 
 
-def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True) -> dict[str, Any]:
-    """Table 2 statistics and the rest; `audit` adds the tell audit (iba.construct.tell_audit)."""
+def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True, workers: int = 1) -> dict[str, Any]:
+    """Table 2 statistics and the rest; `audit` adds the tell audit (iba.construct.tell_audit),
+    run in a worker process beside the rest when `workers` > 1 (the same figures either way)."""
     ds = Dataset(root)
     if taxonomy is None:
         from iba.taxonomy import load_taxonomy
@@ -183,12 +186,24 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
             rel.add(lab.turn_id)
             labels.add((lab.turn_id, lab.dimension, lab.value, lab.signal_type, lab.superseded))
 
-    distractors = _distractor_forms(ds.root)
+    del keys
+    release_free_memory()  # the answer keys: not kept, nor inherited by the audit's worker
     users = sorted(ds.personas)
     for u in users:  # a user id must name a file in histories/ (not ../x), and the file must be there
         if not ds.history_path(u).exists():
             raise DatasetError(f"{ds.history_path(u)}: file not found (persona {u!r} of personas.jsonl has no history)")
-    turns = {u: _count_lines(ds.history_path(u)) for u in users}
+    # the tell audit's training (its longest part) in a worker, beside everything else here
+    pending = tell_audit.PendingAudit(ds.root, relevant, worker=workers > 1 and can_fork()) if audit else None
+    try:
+        distractors = _distractor_forms(ds.root)
+        turns = {u: _count_lines(ds.history_path(u)) for u in users}
+        tells = tell_aucs(ds.root, relevant)
+        # here while the tell audit trains in its worker
+        styled = style_audit.audit(ds.root, relevant, distractors) if audit else None
+        audited = pending.result(distractors) if pending else None
+    finally:
+        if pending:
+            pending.close()
     total_turns = sum(turns.values())
     total_relevant = sum(len(v) for v in relevant.values())
     signal = Counter(t for _, _, _, t, _ in labels)
@@ -233,14 +248,14 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
         "distractor_turns": sum(len(v) for v in distractors.values()),
         # preference-shaped turns that are not evidence, per evidence-carrying turn
         "distractors_per_relevant": round(sum(len(v) for v in distractors.values()) / total_relevant, 2) if total_relevant else None,
-        "tells": tell_aucs(ds.root, relevant),
-        **({"tell_audit": tell_audit.audit(ds.root, relevant, distractors)} if audit else {}),
-        **({"style_audit": style_audit.audit(ds.root, relevant, distractors)} if audit else {}),
+        "tells": tells,
+        **({"tell_audit": audited} if audit else {}),
+        **({"style_audit": styled} if audit else {}),
     }
 
 
-def write_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True) -> dict[str, Any]:
-    stats = compute_stats(root, taxonomy, audit=audit)
+def write_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True, workers: int = 1) -> dict[str, Any]:
+    stats = compute_stats(root, taxonomy, audit=audit, workers=workers)
     dump_json(Path(root) / "stats.json", stats)
     return stats
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
 from statistics import median
@@ -72,73 +73,174 @@ def recurrence(turns: list[tuple[str, str, str]]) -> tuple[float, int]:
     return share, max(every.values(), default=0)
 
 
-def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None = None, *,
-          seed: int = 0, max_personas: int = MAX_PERSONAS) -> dict[str, Any]:
-    """The tell audit of the dataset at `root`. `evidence`: user id -> the turn ids its answer keys
-    cite; `distractors`: user id -> its distractor turn ids -> their form (None or empty: none)."""
-    root = Path(root)
-    users = sorted(u for u in evidence if (root / "histories" / f"{u}.jsonl").exists())
+def audit_users(root: str | Path, evidence: dict[str, set[str]], *, seed: int = 0, max_personas: int = MAX_PERSONAS) -> list[str]:
+    """The audited personas: up to `max_personas` of those with evidence and a history, drawn with `seed`."""
+    users = sorted(u for u in evidence if (Path(root) / "histories" / f"{u}.jsonl").exists())
     random.Random(seed).shuffle(users)
-    users = users[:max_personas]
-    out: dict[str, Any] = {"personas": len(users), "seed": seed}
-    histories = {u: _user_turns(root / "histories" / f"{u}.jsonl") for u in users}
-    shares, maxima = zip(*(recurrence(histories[u]) for u in users)) if users else ((), ())
-    out["recurrence"] = {
+    return users[:max_personas]
+
+
+def recurrence_figures(root: str | Path, users: list[str]) -> dict[str, Any]:
+    """How often sentences recur in the histories of `users` (see `recurrence`)."""
+    shares, maxima = [], []
+    for u in users:
+        share, most = recurrence(_user_turns(Path(root) / "histories" / f"{u}.jsonl"))
+        shares.append(share)
+        maxima.append(most)
+    return {
         "threshold": RECUR,
         "long_chars": LONG,
         "median_share": round(median(shares), 4) if shares else None,
         "max_repeats": max(maxima, default=0),
     }
+
+
+def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None = None, *,
+          seed: int = 0, max_personas: int = MAX_PERSONAS) -> dict[str, Any]:
+    """The tell audit of the dataset at `root`. `evidence`: user id -> the turn ids its answer keys
+    cite; `distractors`: user id -> its distractor turn ids -> their form (None or empty: none)."""
+    with PendingAudit(root, evidence, seed=seed, max_personas=max_personas) as pending:
+        return pending.result(distractors)
+
+
+class PendingAudit:
+    """The audit, begun: with `worker`, the classifier's training (the longest part) runs in a
+    forked process from now on, and `result()` computes the recurrence figures and the test
+    split's features here, then scores the test split with the trained model (what the caller does
+    in between runs beside the training too). The same figures either way. A context manager:
+    leaving it ends the worker."""
+
+    def __init__(self, root: str | Path, evidence: dict[str, set[str]], *, seed: int = 0, max_personas: int = MAX_PERSONAS,
+                 worker: bool = False) -> None:
+        from iba.construct.workers import InWorker
+
+        self.root, self.evidence, self.seed = Path(root), evidence, seed
+        self.users = audit_users(root, evidence, seed=seed, max_personas=max_personas)
+        self.train, self.test = _split(self.users)
+        self._worker = InWorker(_fit, self.root, self.train, evidence, seed=seed) if worker and self.test else None
+
+    def result(self, distractors: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+        """The audit's figures; `distractors`: user id -> its distractor turn ids -> their form
+        (None or empty: none; only the test split's are read, so they may come after the start)."""
+        out: dict[str, Any] = {"personas": len(self.users), "seed": self.seed, "recurrence": recurrence_figures(self.root, self.users)}
+        if not self.train or not self.test:
+            out["classifier"] = {"available": False, "reason": f"needs at least 2 personas with evidence, has {len(self.users)}"}
+            return out
+        test = _features(self.root, self.test, self.evidence, distractors)
+        fitted = self._worker.result() if self._worker else _fit(self.root, self.train, self.evidence, seed=self.seed)
+        out["classifier"] = _score(fitted, test, len(self.train), len(self.test))
+        return out
+
+    def close(self) -> None:
+        if self._worker:
+            self._worker.close()
+
+    def __enter__(self) -> PendingAudit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn's default token pattern
+
+
+def _ngrams(text: str) -> list[str]:
+    """The word 1- and 2-grams of `text` exactly as HashingVectorizer(ngram_range=(1, 2)) analyses
+    it by default (lower case, its token pattern; unigrams, then bigrams), without its generic
+    machinery: the audit hashes ~150,000 turns (tests/construct/test_tell_audit.py compares)."""
+    tokens = _TOKEN.findall(text.lower())
+    return tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:])]
+
+
+def _hasher() -> Any:
+    """Hashed n-grams: no vocabulary of every bigram of ~100,000 turns in memory (that alone took
+    ~400 MB at full size); 2^20 buckets keep collisions negligible."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    return HashingVectorizer(analyzer=_ngrams, alternate_sign=False, norm=None, n_features=N_FEATURES, dtype=np.float32)
+
+
+def _split(users: list[str]) -> tuple[list[str], list[str]]:
+    """(train, test): the first 2/3 of the audited personas, the rest (both empty when either would be)."""
     n_train = int(round(len(users) * TRAIN_SHARE))
     if n_train < 1 or len(users) - n_train < 1:
-        out["classifier"] = {"available": False, "reason": f"needs at least 2 personas with evidence, has {len(users)}"}
-        return out
+        return [], []
+    return users[:n_train], users[n_train:]
+
+
+def _rows(root: Path, part: list[str], evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None
+          ) -> tuple[list[str], np.ndarray, np.ndarray, list[str]]:
+    """The user turns of `part`'s histories: texts, is evidence, is a distractor (not evidence), its form."""
+    texts, is_ev, is_dis, forms = [], [], [], []
+    for u in part:
+        ev, dis = evidence.get(u, set()), (distractors or {}).get(u, {})
+        for tid, role, text in _user_turns(root / "histories" / f"{u}.jsonl"):
+            if role == "user":
+                texts.append(text)
+                is_ev.append(tid in ev)
+                is_dis.append(tid in dis and tid not in ev)
+                forms.append(dis.get(tid, ""))
+    return texts, np.array(is_ev, dtype=bool), np.array(is_dis, dtype=bool), forms
+
+
+def _features(root: Path, test: list[str], evidence: dict[str, set[str]], distractors: dict[str, dict[str, str]] | None
+              ) -> tuple[Any, np.ndarray, np.ndarray, list[str]] | None:
+    """The test split: hashed n-gram counts and its labels (None without scikit-learn)."""
     try:
-        from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer, TfidfTransformer
-        from sklearn.linear_model import LogisticRegression
+        hasher = _hasher()
     except ImportError:
-        out["classifier"] = {"available": False, "reason": "scikit-learn is not installed: pip install 'iba[audit]'"}
-        return out
+        return None
+    x_test, y_test, dis_test, forms_test = _rows(root, test, evidence, distractors)
+    return hasher.transform(x_test), y_test, dis_test, forms_test
 
-    def rows(part: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, list[str]]:
-        texts, is_ev, is_dis, forms = [], [], [], []
-        for u in part:
-            ev, dis = evidence.get(u, set()), (distractors or {}).get(u, {})
-            for tid, role, text in histories[u]:
-                if role == "user":
-                    texts.append(text)
-                    is_ev.append(tid in ev)
-                    is_dis.append(tid in dis and tid not in ev)
-                    forms.append(dis.get(tid, ""))
-        return texts, np.array(is_ev, dtype=bool), np.array(is_dis, dtype=bool), forms
 
-    train, test = users[:n_train], users[n_train:]
-    x_train, y_train, _, _ = rows(train)
-    x_test, y_test, dis_test, forms_test = rows(test)
-    if y_train.sum() == 0 or y_train.all() or y_test.sum() == 0:
-        out["classifier"] = {"available": False, "reason": "a split has no evidence turns (or nothing else)"}
-        return out
-    # hashed n-grams: no vocabulary of every bigram of ~100,000 turns in memory (that alone took
-    # ~400 MB at full size); 2^20 buckets keep collisions negligible
-    hasher = HashingVectorizer(ngram_range=(1, 2), lowercase=True, alternate_sign=False, norm=None, n_features=N_FEATURES, dtype=np.float32)
-    tfidf = TfidfTransformer(sublinear_tf=True)
-    xt = tfidf.fit_transform(hasher.transform(x_train))
-    clf = LogisticRegression(C=C, max_iter=2000, solver="liblinear", random_state=seed)
-    clf.fit(xt, y_train)
-    scores = clf.decision_function(tfidf.transform(hasher.transform(x_test)))
-    n = int(y_test.sum())
-    top = np.argsort(-scores, kind="mergesort")[:n]
+def _fit(root: Path, train: list[str], evidence: dict[str, set[str]], *, seed: int = 0) -> tuple[Any, Any, Any] | str:
+    """(tf-idf, logistic regression, n-grams of the training evidence) trained on `train`'s user
+    turns, or why not (a reason)."""
+    try:
+        from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
+        from sklearn.linear_model import LogisticRegression
+        hasher = _hasher()
+    except ImportError:
+        return "scikit-learn is not installed: pip install 'iba[audit]'"
+    x_train, y_train, _, _ = _rows(root, train, evidence, None)
+    if y_train.sum() == 0 or y_train.all():
+        return "a split has no evidence turns (or nothing else)"
     # names for the heaviest buckets: the n-grams of the training evidence turns, hashed the same way
     ev_vocab = CountVectorizer(ngram_range=(1, 2), lowercase=True).fit([x for x, e in zip(x_train, y_train) if e]).get_feature_names_out()
+    tfidf = TfidfTransformer(sublinear_tf=True)
+    xt = tfidf.fit_transform(hasher.transform(x_train))
+    del x_train  # each stage's data is freed once used: the full build's peak memory is here
+    clf = LogisticRegression(C=C, max_iter=2000, solver="liblinear", random_state=seed)
+    clf.fit(xt, y_train)
+    return tfidf, clf, ev_vocab
+
+
+def _score(fitted: tuple[Any, Any, Any] | str, test: tuple[Any, np.ndarray, np.ndarray, list[str]] | None, n_train: int,
+           n_test: int) -> dict[str, Any]:
+    """The classifier's figures on the test split (`n_train`, `n_test`: personas in each)."""
+    if isinstance(fitted, str):
+        return {"available": False, "reason": fitted}
+    assert test is not None  # scikit-learn trained the model, so it hashed the test split too
+    tfidf, clf, ev_vocab = fitted
+    x_test, y_test, dis_test, forms_test = test
+    if y_test.sum() == 0:
+        return {"available": False, "reason": "a split has no evidence turns (or nothing else)"}
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    scores = clf.decision_function(tfidf.transform(x_test))
+    n = int(y_test.sum())
+    top = np.argsort(-scores, kind="mergesort")[:n]
     # each n-gram hashed as one feature string (the way the hasher hashes the n-grams it extracts)
     index = HashingVectorizer(analyzer=lambda g: [g], alternate_sign=False, norm=None, n_features=N_FEATURES).transform(ev_vocab).indices
     weights = clf.coef_[0]
     named = sorted(((float(weights[i]), str(g)) for g, i in zip(ev_vocab, index)), reverse=True)
-    out["classifier"] = {
+    return {
         "available": True,
         "model": f"tfidf of hashed word 1-2-grams (2^20, sublinear tf) + logistic regression (C {C}, liblinear)",
-        "train_personas": len(train),
-        "test_personas": len(test),
+        "train_personas": n_train,
+        "test_personas": n_test,
         "test_user_turns": int(len(y_test)),
         "test_evidence_turns": n,
         "test_distractor_turns": int(dis_test.sum()),
@@ -152,7 +254,6 @@ def audit(root: str | Path, evidence: dict[str, set[str]], distractors: dict[str
         },
         "top_evidence_features": [g for _, g in named[:TOP_FEATURES]],
     }
-    return out
 
 
 # Targets of issue 24 ("IBA-Bench hard for the right reasons"), checked in the tests and shown by

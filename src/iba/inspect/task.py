@@ -230,9 +230,13 @@ def iba_bench(
 
     ds = _load(dataset, cache_dir, answer_key)
     name, _ = parse_agent_spec(agent)
-    if registry.resolve("agents", name) is OracleAgent:  # an unknown agent fails here, with the known ones listed
+    cls = registry.resolve("agents", name)  # an unknown agent fails here, with the known ones listed
+    if cls is OracleAgent:
         raise ValueError("agent oracle: the oracle reference reads the answer key in iba's runner; run it with "
                          "`iba run --agent oracle`")
+    if getattr(cls, "per_user", False):
+        raise ValueError(f"-T agent={agent}: a memory agent ingests each user once, which inspect's per-sample "
+                         "solver cannot do; run it with `iba run` (docs/memory_systems.md)")
     where = dict(cache_dir=cache_dir, answer_key=answer_key)
     scorers = [iba_slots(dataset, **where), iba_verifiers(dataset, **where)]
     if judges:

@@ -55,15 +55,16 @@ class _FormatRejected(Exception):
     """The server refused our response_format; try the next JSON mode."""
 
 
-class _BadResponse(Exception):
-    """The server answered 200 with something that is not a chat completion."""
+class BadResponse(Exception):
+    """The server answered 200 with something that is not the reply asked for (a chat completion;
+    an embeddings list, for iba.retrieval.openai_embedder, which shares this module's fault rules)."""
 
 
 class _Truncated(Exception):
     """The server ended the reply early (finish_reason "length" short of max_tokens)."""
 
 
-def _is_local(base_url: str) -> bool:
+def is_local(base_url: str) -> bool:
     return (urlsplit(base_url).hostname or "") in _LOCAL_HOSTS
 
 
@@ -98,7 +99,7 @@ class OpenAICompatBackend(Backend):
         self.base_url = self.base_urls[0]  # the first; kept for callers written for one URL
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
-            remote = [u for u in self.base_urls if not _is_local(u)]
+            remote = [u for u in self.base_urls if not is_local(u)]
             if remote:
                 raise ValueError(
                     f"{self.model_id}: set OPENAI_API_KEY for {_public_url(remote[0])} "
@@ -187,7 +188,7 @@ class OpenAICompatBackend(Backend):
 
         async def attempt(mode: str | None) -> Completion:
             # one attempt of the retry loop = one pass over the endpoints that are up (failover is free)
-            return await self._pool.run(lambda ep: send(ep, mode), failover=_failover_reason)
+            return await self._pool.run(lambda ep: send(ep, mode), failover=failover_reason)
 
         async def produce() -> Completion:
             while True:
@@ -197,7 +198,7 @@ class OpenAICompatBackend(Backend):
                         lambda: attempt(mode),
                         model_id=self.model_id,
                         policy=self.retry_policy,
-                        classify=_classify,
+                        classify=classify_fault,
                         secrets=[self._key],
                         passthrough=(_FormatRejected,),
                     )
@@ -252,7 +253,7 @@ class OpenAICompatBackend(Backend):
                 raise _FormatRejected(f"HTTP {e.status_code}") from None
             raise
         except json.JSONDecodeError as e:  # the SDK parses a JSON content-type body without checking it
-            raise _BadResponse(f"the reply body is not valid JSON ({e.msg} at char {e.pos})") from None
+            raise BadResponse(f"the reply body is not valid JSON ({e.msg} at char {e.pos})") from None
         return self._completion(resp, tools, request["max_tokens"])
 
     def _completion(self, resp: Any, tools: list[ToolSpec] | None, max_tokens: int) -> Completion:
@@ -300,10 +301,10 @@ def chat_request(model: str, max_tokens: int, temperature: float, seed: int | No
 
 def parse_chat_completion(resp: Any, tools: list[ToolSpec] | None, max_tokens: int, model_id: str) -> Completion:
     """A Completion from the SDK's chat completion object (a server's reply, or a line of a Batch API
-    output file: iba.batch). Raises _BadResponse for what is not a chat completion and _Truncated
+    output file: iba.batch). Raises BadResponse for what is not a chat completion and _Truncated
     for a reply the server cut short."""
     if isinstance(resp, str):  # the SDK hands back the text of a non-JSON content-type
-        raise _BadResponse(f"the reply is not JSON: {resp[:200]!r}")
+        raise BadResponse(f"the reply is not JSON: {resp[:200]!r}")
     try:
         choice = resp.choices[0]
         msg = choice.message
@@ -311,7 +312,7 @@ def parse_chat_completion(resp: Any, tools: list[ToolSpec] | None, max_tokens: i
         finish = choice.finish_reason
     except (AttributeError, IndexError, KeyError, TypeError):
         # the SDK builds the response without validating it: a JSON body of another shape lands here
-        raise _BadResponse("the reply is JSON but not a chat completion (no choices[0].message)") from None
+        raise BadResponse("the reply is JSON but not a chat completion (no choices[0].message)") from None
     calls: list[ToolCall] = []
     unparsed: list[str] = []
     for i, tc in enumerate(msg.tool_calls or []):
@@ -364,19 +365,19 @@ def _with_schema_instruction(msgs: list[dict[str, Any]], schema: dict[str, Any])
     return out
 
 
-def _failover_reason(exc: BaseException) -> str | None:
+def failover_reason(exc: BaseException) -> str | None:
     """The fault, if it is the endpoint's (connection, timeout, 5xx): the request moves elsewhere.
     _FormatRejected is not: it is about the request, and is handled by the caller."""
     if isinstance(exc, _FormatRejected):
         return None
-    reason = _classify(exc).reason
+    reason = classify_fault(exc).reason
     return reason if reason in FAILOVER_REASONS else None
 
 
-def _classify(exc: BaseException) -> Verdict:
+def classify_fault(exc: BaseException) -> Verdict:
     import openai
 
-    if isinstance(exc, _BadResponse):
+    if isinstance(exc, BadResponse):
         return Verdict(retryable=True, reason="bad_response")  # a gateway's garbage is usually transient
     if isinstance(exc, _Truncated):
         return Verdict(retryable=True, reason="truncated")

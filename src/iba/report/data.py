@@ -22,7 +22,7 @@ from iba.dataset import dataset_id
 from iba.report.table_value import REFERENCE_MARK
 from iba.run.sample import Sample
 from iba.run.store import Store
-from iba.types import AnswerKey, RunRecord, ScoreRecord, TaskView
+from iba.types import AnswerKey, IngestRecord, RunRecord, ScoreRecord, TaskView
 
 
 def domain_names() -> tuple[list[str], dict[str, str]]:
@@ -106,6 +106,12 @@ class ReportData:
         """A sentence saying the runs are a sample (and which), empty when none was recorded."""
         return " ".join(f"Runs on {did} are {s.describe()} (`{s.command or 'iba run ' + s.command_options()}`), not the whole "
                         f"benchmark of {s.dataset_instances}." for did, s in sorted(self.samples.items()))
+    # memory agents' ingests (one per dataset, user, agent, model, trial): the cost of remembering
+    ingests: list[IngestRecord] = field(default_factory=list)
+
+    def ingests_of(self, row: RowKey) -> list[IngestRecord]:
+        """The ingest records of a row's memory agent (none for other agents)."""
+        return [i for i in self.ingests if i.agent == row.agent and i.model == row.model and row.run in ("", i.run)]
 
     @cached_property
     def row_keys(self) -> dict[str, RowKey]:
@@ -256,11 +262,12 @@ def load_report_data(
             if s.run_key in wanted_keys:
                 scores[s.run_key].append(s)
         samples = store.samples()
+        ingests = [i for name in names for i in store.ingests(name)]
     task_runs = [r for r in records if split_qa_id(r.instance_id)[1] is None]
     qa_runs = [r for r in records if split_qa_id(r.instance_id)[1] is not None]
     order, short = domain_names()
     data = ReportData(task_runs, qa_runs, dict(scores), judges=list(judges) if judges else None,
-                      domain_order=order, domain_short=short,
+                      domain_order=order, domain_short=short, ingests=ingests,
                       samples={d: s for d, s in samples.items() if d in {r.dataset for r in records}})
     for i, d in enumerate(dataset_dirs):
         ds = Dataset(d, answer_key=answer_keys[i] if answer_keys else None)

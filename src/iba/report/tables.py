@@ -211,18 +211,34 @@ def cost_table(data: ReportData) -> Table:
         ct = sum(r.usage.completion_tokens for r in recs)
         wall = sum(r.latency_s for r in recs)
         judge = [s for r in recs for s in data.scores.get(r.key, []) if s.scorer.startswith("judge:")]
+        ingests = data.ingests_of(row)
         rows.append([
             row.label, len(task), len(recs) - len(task), sum(r.status == "errored" for r in recs), calls, pt, reused, ct,
             round(wall, 1), round(wall / len(recs), 2) if recs else None,
             sum(s.usage.llm_calls for s in judge), sum(s.usage.prompt_tokens + s.usage.completion_tokens for s in judge),
+            *_ingest_cells(ingests),
         ])
     cols = ["Agent (model)", "task runs", "QA runs", "errored", "LLM calls", "prompt tokens", "of which reused",
             "completion tokens",
             "wall s", "s / run", "judge calls", "judge tokens"]
-    return Table("cost", "Cost and effort", cols, rows,
-                 note="Agent figures cover task and QA runs; judge figures are the scoring calls. 'Of which reused': "
-                      "prompt tokens the model did not compute again (prompt state shared with an earlier call).",
-                 cell_format=lambda v: f"{v:g}")
+    note = ("Agent figures cover task and QA runs; judge figures are the scoring calls. 'Of which reused': "
+            "prompt tokens the model did not compute again (prompt state shared with an earlier call).")
+    if data.ingests:
+        cols += ["users ingested", "ingest LLM calls", "ingest prompt tokens", "ingest completion tokens", "ingest wall s"]
+        note += (" Memory agents (memory?cmd=/url=): the agent figures are the acts' (answering); the ingest columns "
+                 "are remembering each user's history once, as the memory reported it (its replies' usage) and the "
+                 "wall time iba measured; a user ingested again after a lost session counts its latest ingest.")
+    else:
+        rows = [r[:len(cols)] for r in rows]
+    return Table("cost", "Cost and effort", cols, rows, note=note, cell_format=lambda v: f"{v:g}")
+
+
+def _ingest_cells(ingests: list) -> list:
+    """A row's ingest columns: blank for an agent that ingests nothing (every agent but memory)."""
+    if not ingests:
+        return [None] * 5
+    return [len(ingests), sum(i.usage.llm_calls for i in ingests), sum(i.usage.prompt_tokens for i in ingests),
+            sum(i.usage.completion_tokens for i in ingests), round(sum(i.wall_s for i in ingests), 1)]
 
 
 # --------------------------------------------------------------------------- uncertainty

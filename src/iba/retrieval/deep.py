@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import hashlib
 import re
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Literal, Protocol
 
@@ -49,6 +48,7 @@ OVERLAP_DROP = 0.8  # a passage sharing >= 80% of its words with a kept one adds
 FEEDBACK_K = 2  # passages per relevance-feedback query
 REPEAT_MIN_WORDS = 6  # shorter sentences ("thanks so much for that") repeat by chance
 MAX_REPEATS = 12  # turns folded into one passage by history-wide repeat search
+REPEAT_MEMO = 4096  # probes whose repeating turns one history's sentence index remembers
 CUE_SCAN_K = 10  # cue-bearing passages added by the signal-first scan
 # relevance points per pool sd of scenario contrast; 1, 2 and 3 measured on seed 101 (tuning, slot queries on):
 # Deep R@10 0.627 / 0.637 / 0.635 against 0.604 without (bench/BENCHMARKS.md, session 7)
@@ -164,8 +164,12 @@ def filter_redundant(pool: CandidatePool, overlap: float = OVERLAP_DROP) -> tupl
     for p, rank, hit in zip(pool.passages, pool.best_ranks, pool.hits):
         h = content_hash(p.text)
         w = _words(p.text)
+        n = len(w)
+        # |w & v| <= |v|: a kept passage with too few words to cover `overlap` of w needs no intersection
+        # (the same comparison, so the same result; it skips most pairs of a window and a turn unit)
         dup = next(
-            (j for j in range(len(kept)) if hashes[j] == h or (w and len(w & words[j]) / len(w) >= overlap)), None
+            (j for j in range(len(kept))
+             if hashes[j] == h or (n and len(words[j]) / n >= overlap and len(w & words[j]) / n >= overlap)), None
         )
         if dup is None:
             kept.append(p.model_copy(deep=True))
@@ -222,24 +226,39 @@ class _SentenceIndex:
         self.rank = {t: r for r, t in enumerate(table)}
         self.timestamp = {t: ts for t, (ts, _) in table.items()}
         self.turn_of: list[str] = []
+        self.words: list[set[str]] = []  # each sentence's words
         self.postings: dict[str, list[int]] = {}
         for t, (_, sents) in table.items():
             for words in sents:
                 for w in words:
                     self.postings.setdefault(w, []).append(len(self.turn_of))
                 self.turn_of.append(t)
+                self.words.append(words)
+        self._found: dict[tuple[frozenset[str], float], frozenset[str]] = {}
 
-    def repeating(self, probe: set[str], overlap: float) -> set[str]:
-        """Turns with a sentence containing >= `overlap` of the probe's words."""
-        shared = Counter(sid for w in probe for sid in self.postings.get(w, ()))
-        return {self.turn_of[sid] for sid, n in shared.items() if n / len(probe) >= overlap}
+    def repeating(self, probe: set[str], overlap: float) -> frozenset[str]:
+        """Turns with a sentence containing >= `overlap` of the probe's words.
+
+        A qualifying sentence lacks at most size - need of the probe's words, so it holds one of any
+        size - need + 1 of them: only the postings of the rarest are read (common words post to most
+        sentences), and each candidate's share is counted exactly. Remembered per probe: an agent's
+        steps and a user's tasks fold the same passages again."""
+        key = (frozenset(probe), overlap)
+        found = self._found.get(key)
+        if found is None:
+            size = len(probe)
+            need = next((n for n in range(size + 1) if n / size >= overlap), size + 1)
+            rare = sorted(probe, key=lambda w: (len(self.postings.get(w, ())), w))[: max(0, size - need + 1)]
+            candidates = {sid for w in rare for sid in self.postings.get(w, ())}
+            found = frozenset(self.turn_of[sid] for sid in candidates if len(probe & self.words[sid]) / size >= overlap)
+            if len(self._found) >= REPEAT_MEMO:
+                self._found.clear()
+            self._found[key] = found
+        return found
 
 
 def _sentence_index(index: HistoryIndex) -> _SentenceIndex:
-    found = index.memo.get("user_sentences")
-    if found is None:
-        found = index.memo["user_sentences"] = _SentenceIndex(index)
-    return found
+    return index.derived("user_sentences", lambda: _SentenceIndex(index))
 
 
 def fold_history_repeats(index: HistoryIndex, passages: Sequence[Passage], overlap: float = OVERLAP_DROP) -> list[Passage]:
@@ -293,11 +312,7 @@ def _fold_repeats(keeper: Passage, dup: Passage, overlap: float = OVERLAP_DROP) 
 
 def cue_chunks(index: HistoryIndex) -> list[int]:
     """Indices of the chunks in which the user's own words carry a Table 12 cue (cached on the index)."""
-    found = index.memo.get("cue_chunks")
-    if found is None:
-        found = [i for i, c in enumerate(index.chunks) if signal_type(c.text) != "none"]
-        index.memo["cue_chunks"] = found
-    return found
+    return index.derived("cue_chunks", lambda: [i for i, c in enumerate(index.chunks) if signal_type(c.text) != "none"])
 
 
 def cue_scan(index: HistoryIndex, queries: Sequence[str], k: int = CUE_SCAN_K) -> list[Passage]:
@@ -326,9 +341,7 @@ def scenario_contrast(index: HistoryIndex, passages: Sequence[Passage], scenario
     others = [s for s in dict.fromkeys(scenarios) if s != scenario]
     if len(others) < 2 or not passages:
         return None
-    pos = index.memo.get("chunk_pos")
-    if pos is None:
-        pos = index.memo["chunk_pos"] = {c.id: i for i, c in enumerate(index.chunks)}
+    pos = index.derived("chunk_pos", lambda: {c.id: i for i, c in enumerate(index.chunks)})
     sims = index.dense_scores([scenario, *others])[:, [pos[p.chunk_id] for p in passages]]
     return sims[0] - sims[1:].max(axis=0)
 

@@ -17,9 +17,9 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,9 +29,10 @@ from iba.retrieval.embed import Embedder, get_embedder
 from iba.retrieval.hybrid import rrf
 from iba.retrieval.passage import Chunk, Method, Passage, Unit
 from iba.retrieval.text_vectors import TextVectors
-from iba.retrieval.vector import VectorIndex
+from iba.retrieval.vector import VectorIndex, one_blas_thread
 from iba.types import Turn, stable_hash
 
+T = TypeVar("T")
 FORMAT = 1  # bump when the file layout or chunk rendering changes
 LRU_SIZE = 64
 QUERY_MEMO = 2048  # query vectors kept per index before the memo is cleared
@@ -39,9 +40,29 @@ HYBRID_DEPTH = 50  # candidates per ranking fed to reciprocal rank fusion
 
 _lru: OrderedDict[str, HistoryIndex] = OrderedDict()
 _lru_lock = threading.Lock()
+KEY_MEMO = 16  # histories whose cache keys are remembered (history_key)
+_key_memo: OrderedDict[tuple, tuple[str, list[Turn]]] = OrderedDict()
 
 
 def history_key(history: Sequence[Turn], embedder_name: str, unit: Unit, size: int, overlap: int) -> str:
+    """The index cache's key. Hashing a 5,000-turn history's text costs ~10 ms, which every agent step of
+    every task would pay again, so keys are remembered per sequence of Turn objects: parsed turns are
+    shared and read-only (Dataset.history), and the memo holds them, so their ids stay theirs."""
+    memo_key = (tuple(map(id, history)), embedder_name, unit, size, overlap)
+    with _lru_lock:
+        hit = _key_memo.get(memo_key)
+        if hit is not None:
+            _key_memo.move_to_end(memo_key)
+            return hit[0]
+    key = _content_key(history, embedder_name, unit, size, overlap)
+    with _lru_lock:
+        _key_memo[memo_key] = (key, list(history))
+        while len(_key_memo) > KEY_MEMO:
+            _key_memo.popitem(last=False)
+    return key
+
+
+def _content_key(history: Sequence[Turn], embedder_name: str, unit: Unit, size: int, overlap: int) -> str:
     content = [[t.id, t.session_id, t.timestamp, t.role, t.text] for t in history]
     key = {"format": FORMAT, "history": content, "embedder": embedder_name, "unit": unit, "size": size, "overlap": overlap}
     if unit in ("turn", "mixed"):
@@ -59,11 +80,22 @@ class HistoryIndex:
         self.chunks = chunks
         self.embedder = embedder
         self.vectors = VectorIndex(vectors)
-        self._bm25: BM25Index | None = None
-        # views derived from the chunks by other modules (e.g. Deep Retrieval's cue-bearing chunks),
-        # computed once per loaded index
+        # views derived from the chunks (BM25, Deep Retrieval's cue-bearing chunks...): see derived()
         self.memo: dict[str, Any] = {}
+        self._derive_lock = threading.RLock()
         self._query_vectors: dict[str, np.ndarray] = {}
+
+    def derived(self, name: str, build: Callable[[], T]) -> T:
+        """memo[name], built once per loaded index. One user's tasks run at once ask for the same view
+        together: without the lock each built its own (at --concurrency 32, a user's BM25 index up to 18
+        times over; bench/BENCHMARKS.md, issue 33)."""
+        found = self.memo.get(name)
+        if found is None:
+            with self._derive_lock:
+                found = self.memo.get(name)
+                if found is None:
+                    found = self.memo[name] = build()
+        return found
 
     # ------------------------------------------------------------------ building and caching
 
@@ -171,9 +203,7 @@ class HistoryIndex:
 
     @property
     def bm25(self) -> BM25Index:
-        if self._bm25 is None:
-            self._bm25 = BM25Index([c.text for c in self.chunks])
-        return self._bm25
+        return self.derived("bm25", lambda: BM25Index([c.text for c in self.chunks]))
 
     def passage(self, i: int, score: float, query: str | None = None) -> Passage:
         c = self.chunks[i]
@@ -192,7 +222,8 @@ class HistoryIndex:
         qv = np.stack([self._query_vectors[q] for q in queries]) if queries else self.embedder.encode([])
         if not len(self.chunks):
             return np.zeros((len(queries), 0), dtype=np.float32)
-        return qv @ self.vectors.vectors.T
+        with one_blas_thread():
+            return qv @ self.vectors.vectors.T
 
     def search(self, query: str, k: int = 3, method: Method = "dense") -> list[Passage]:
         return self.search_many([query], k, method)[0]
@@ -273,3 +304,4 @@ def _file_lock(path: Path) -> Iterator[None]:
 def clear_memory_cache() -> None:
     with _lru_lock:
         _lru.clear()
+        _key_memo.clear()

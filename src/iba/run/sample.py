@@ -109,7 +109,7 @@ class Sample(Strict):
     strata: list[str] = Field(default_factory=lambda: list(STRATA))
     pool: int = Field(ge=0)  # instances it was drawn from
     dataset_instances: int = Field(ge=0)  # instances of the whole dataset
-    filters: dict[str, list[str]] = Field(default_factory=dict)  # --domain / --scenario that made the pool
+    filters: dict[str, list[str]] = Field(default_factory=dict)  # --domain / --scenario / --user that made the pool
     instance_ids: list[str]  # in draw order
     instance_ids_sha: str  # ids_sha(instance_ids)
     replaces: list[str] = Field(default_factory=list)  # earlier samples of this store it replaced (describe())
@@ -127,6 +127,7 @@ class Sample(Strict):
         opts = [f"--sample {self.asked}", f"--sample-seed {self.seed}"]
         opts += [f"--domain {d}" for d in self.filters.get("domain", [])]
         opts += [f"--scenario {s}" for s in self.filters.get("scenario", [])]
+        opts += [f"--user {u}" for u in self.filters.get("user", [])]
         return " ".join(opts)
 
 

@@ -29,7 +29,7 @@ from iba.eval.judge_check import JudgeCheckResult
 from iba.llm.secrets import redact_stored
 from iba.eval.qa import split_qa_id
 from iba.run.sample import Sample
-from iba.types import RunRecord, ScoreRecord
+from iba.types import IngestRecord, RunRecord, ScoreRecord
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -253,6 +253,55 @@ class Store:
             rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
         for (text,) in rows:
             yield ScoreRecord.model_validate_json(text)
+
+    # ---------------------------------------------------------------- ingests (memory agents)
+    _INGESTS_SCHEMA = """
+    CREATE TABLE IF NOT EXISTS ingests (
+        key TEXT PRIMARY KEY,
+        run TEXT NOT NULL,
+        dataset TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        model TEXT NOT NULL,
+        trial INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        record TEXT NOT NULL
+    );
+    """
+
+    def _ensure_ingests(self) -> None:
+        with self._lock:
+            self._db.executescript(self._INGESTS_SCHEMA)
+
+    def put_ingest(self, rec: IngestRecord) -> IngestRecord:
+        """Store the ingest of `rec.key`, replacing an earlier one (the user was ingested again);
+        returns the record as stored, its `attempts` counting the earlier ones."""
+        self._ensure_ingests()
+        with self._lock, self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            row = self._db.execute("SELECT record FROM ingests WHERE key=?", (rec.key,)).fetchone()
+            if row is not None:
+                rec = rec.model_copy(update={"attempts": IngestRecord.model_validate_json(row[0]).attempts + 1})
+            self._db.execute("INSERT OR REPLACE INTO ingests VALUES (?,?,?,?,?,?,?,?,?)",
+                             (rec.key, rec.run, rec.dataset, rec.user_id, redact_stored(rec.agent), rec.model,
+                              rec.trial, rec.status, redact_stored(rec.model_dump_json())))
+        return rec
+
+    def get_ingest(self, key: str) -> IngestRecord | None:
+        self._ensure_ingests()
+        with self._lock:
+            row = self._db.execute("SELECT record FROM ingests WHERE key=?", (key,)).fetchone()
+        return IngestRecord.model_validate_json(row[0]) if row else None
+
+    def ingests(self, run: str | None = None) -> list[IngestRecord]:
+        """Stored IngestRecords (of one run name if given), oldest first."""
+        self._ensure_ingests()
+        sql, args = "SELECT record FROM ingests", ()
+        if run is not None:
+            sql, args = sql + " WHERE run=?", (run,)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
+        return [IngestRecord.model_validate_json(text) for (text,) in rows]
 
     # ---------------------------------------------------------------- judge checks (iba judge-check)
     _JUDGE_CHECKS_SCHEMA = """

@@ -24,8 +24,9 @@ from iba.eval.panel import JUDGE_PREFIX
 from iba.report.data import Instance, load_report_data
 from iba.run.store import Store
 from iba.submit import recompute
-from iba.submit.schema import (Contact, Cost, DatasetInfo, Entry, FeatureAudit, InstanceResult, Judge, JudgeCheck,
-                               Reference, SampleInfo, ScorerResult, Submission, TellAudit, Usage, Verification)
+from iba.submit.schema import (Contact, Cost, DatasetInfo, Entry, FeatureAudit, IngestCost, InstanceResult, Judge,
+                               JudgeCheck, Reference, SampleInfo, ScorerResult, Submission, TellAudit, Usage,
+                               Verification)
 
 
 def _stats(ds: Dataset) -> dict[str, Any] | None:
@@ -94,6 +95,17 @@ def instance_results(inst: Instance, judges: list[str] | None) -> list[InstanceR
     return out
 
 
+def _ingest_cost(records: list[Any]) -> IngestCost | None:
+    """A memory agent's ingest records summed (None for other agents)."""
+    if not records:
+        return None
+    return IngestCost(users=len(records), sessions=sum(r.ingested for r in records),
+                      llm_calls=sum(r.usage.llm_calls for r in records),
+                      prompt_tokens=sum(r.usage.prompt_tokens for r in records),
+                      completion_tokens=sum(r.usage.completion_tokens for r in records),
+                      wall_s=round(sum(r.wall_s for r in records), 3), attempts=sum(r.attempts for r in records))
+
+
 def _judge_checks(store_path: Path) -> dict[str, Any]:
     with Store(store_path) as store:
         return {r.judge: r for r in store.judge_checks()}  # oldest first: the latest wins
@@ -137,12 +149,14 @@ def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str 
         trials = max(len(i.trials) for i in insts)
         agent_usage = recompute.usage(r.usage for r in results)
         judge_usage = recompute.judge_usage(results)
+        ingest = _ingest_cost([r for r in data.ingests_of(row) if r.dataset == did])
         usd = None
         if usd_per_mtok is not None:
-            tokens_in = agent_usage.prompt_tokens + judge_usage.prompt_tokens
-            tokens_out = agent_usage.completion_tokens + judge_usage.completion_tokens
+            tokens_in = agent_usage.prompt_tokens + judge_usage.prompt_tokens + (ingest.prompt_tokens if ingest else 0)
+            tokens_out = (agent_usage.completion_tokens + judge_usage.completion_tokens
+                          + (ingest.completion_tokens if ingest else 0))
             usd = round((tokens_in * usd_per_mtok[0] + tokens_out * usd_per_mtok[1]) / 1e6, 6)
-        third_party = row.agent.partition("?")[0] == "external"
+        third_party = row.agent.partition("?")[0] in ("external", "memory")
         details = []
         if modified:
             details.append(f"prompt templates not as shipped with iba {__version__}: {', '.join(modified)}")
@@ -160,7 +174,7 @@ def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str 
             results=recompute.results(results, domains), pass_k=recompute.pass_k(results, trials),
             counts=recompute.counts(results, len(all_ids), sample.instances),
             cost=Cost(agent=agent_usage, judges=judge_usage, wall_s=round(sum(r.wall_s for r in results), 3),
-                      usd=usd, usd_per_mtok=usd_per_mtok),
+                      ingest=ingest, usd=usd, usd_per_mtok=usd_per_mtok),
             verification=Verification(modified_prompts=bool(modified), modified=modified,
                                       omitted_instances=bool(omitted), omitted=omitted, details="; ".join(details)),
             prompt_hashes=dict(sorted(hashes.items())), third_party=third_party,

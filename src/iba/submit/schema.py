@@ -137,10 +137,23 @@ class Usage(Strict):
     completion_tokens: int = Field(ge=0)
 
 
+class IngestCost(Strict):
+    """A memory agent's remembering (memory?cmd=/url=), apart from its acts (Cost.agent)."""
+
+    users: int = Field(ge=0)  # user histories ingested (x trials)
+    sessions: int = Field(ge=0)  # sessions sent
+    llm_calls: int = Field(ge=0)  # as the memory reported them in its replies
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+    wall_s: float = Field(ge=0)  # summed over users, as iba measured it
+    attempts: int = Field(ge=0)  # ingests made, lost sessions' included (= users when none was lost)
+
+
 class Cost(Strict):
-    agent: Usage
+    agent: Usage  # for a memory agent: its acts
     judges: Usage
     wall_s: float = Field(ge=0)  # the agent's wall time, summed over every trial
+    ingest: IngestCost | None = None  # memory agents only: what remembering cost, apart from the acts
     usd: float | None = Field(default=None, ge=0)  # only when prices were given (`--usd-per-mtok`)
     usd_per_mtok: tuple[float, float] | None = None  # (prompt, completion) prices used
 
@@ -229,7 +242,7 @@ class Entry(Strict):
     cost: Cost
     verification: Verification
     prompt_hashes: dict[str, str] = Field(default_factory=dict)
-    third_party: bool = False  # an external agent (external?cmd=/url=)
+    third_party: bool = False  # an external or memory agent (external?cmd=/url=, memory?cmd=/url=)
     sandboxed: bool | None = None  # for third-party agents: every record ran in the sandbox
     instances: list[InstanceResult]  # every stored trial: what every aggregate above is computed from
     # a reference row computed by the harness, not a system: null (the direct prompt with no history),
