@@ -4,6 +4,7 @@ of each --llm-scope for the full preset estimated from what that build's calls m
   python bench/llm_build.py                        # 0.5B, scope exchanges: build, audits, cost (hours on 2 busy cores)
   python bench/llm_build.py --chat-sample 0        # no filler-chat sample (then no estimate for scope all)
   python bench/llm_build.py --skip-build           # only the audits and the estimate from OUT's build
+  python bench/llm_build.py --sample-sessions 8 --chat-sample 3   # no build: the estimate from 8 sessions
 
 1. The demo preset (seed 42) written by --model through the batch path, as a user would with a
    provider: `iba build --writer llm --batch OUT/batch` (exit 3: a round of requests), `iba batch
@@ -53,6 +54,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--personas", type=int, default=None, help="the build's --personas (default: the demo's 4)")
     p.add_argument("--chat-sample", type=int, default=8, help="filler-chat sessions written for scope all's estimate (default 8)")
     p.add_argument("--skip-build", action="store_true", help="use OUT's finished build")
+    p.add_argument("--sample-sessions", type=int, default=0, metavar="N",
+                   help="instead of the demo build (and its audits): write N demo sessions in this process, chosen "
+                   "(seeded) so that every kind of exchange is in the sample, and estimate the cost from their pieces "
+                   "(for a machine where the whole demo build takes too long)")
     p.add_argument("--json", type=Path, default=ROOT / "bench/results/llm_build.json", help="where the figures go")
     return p.parse_args(argv)
 
@@ -100,15 +105,61 @@ def audits(root: Path) -> dict:
 
 def pieces_of(root: Path) -> list[dict]:
     """Every journaled piece with its role (a state mention split by whether it is checked)."""
-    out = []
     lines = (root / "writer_journal.jsonl").read_text(encoding="utf-8").splitlines()[1:]
-    for line in lines:
-        e = json.loads(line)
+    return entry_pieces([json.loads(line) for line in lines])
+
+
+def entry_pieces(entries: list[dict]) -> list[dict]:
+    out = []
+    for e in entries:
         for p in e["pieces"]:
             role = p["role"]
             if role == "state":
                 role = "state_active" if e["turn_id"] else "state_inactive"
             out.append({**p, "role": role, "turns": len(e["texts"])})
+    return out
+
+
+def session_roles(s) -> list[str]:
+    """The kinds of exchange a planned session holds (as pieces_of names them)."""
+    roles = [d.form for _, d in s.distractors]
+    if s.kind == "evidence":
+        roles.append("evidence")
+    elif s.kind == "state":
+        roles.append("state_active" if s.labelled is not None else "state_inactive")
+    return roles
+
+
+async def write_sample(a: argparse.Namespace) -> list[dict]:
+    """Journal entries of `a.sample_sessions` demo sessions written by the model (scope exchanges,
+    one call at a time): sessions taken in a seeded order, those with the fewest exchanges first,
+    while they add a kind of exchange the sample has fewer than two of, then any."""
+    from iba.construct.builder import plan_dataset
+    from iba.construct.llm_writer import LLMWriter
+    from iba.construct.presets import get_preset
+    from iba.llm import resolve_backend
+    from iba.taxonomy import load_taxonomy
+
+    plans = plan_dataset(load_taxonomy(), get_preset("demo"), seed=42, noise_ratio=50, history_turns=None, personas=None)
+    sessions = [(p, s) for p in plans for s in p.sessions if session_roles(s)]
+    random.Random(0).shuffle(sessions)
+    sessions.sort(key=lambda x: len(session_roles(x[1])))  # the fewest pieces first: a sample of every kind, cheaply
+    have: Counter[str] = Counter()
+    pick = []
+    for p, s in sessions:
+        if len(pick) < a.sample_sessions and any(have[r] < 2 for r in session_roles(s)):
+            pick.append((p, s))
+            have.update(session_roles(s))
+    rest = [x for x in sessions if x not in pick]
+    pick += rest[: a.sample_sessions - len(pick)]
+    writer = LLMWriter(resolve_backend(a.model, use_cache=False, timeout=1800), a.out, seed=42, max_rewrites=a.max_rewrites,
+                       concurrency=1, progress=False, scope="exchanges")
+    out = []
+    for plan, s in pick:
+        t0 = time.perf_counter()
+        entry = await writer.write_session(plan, s)
+        out.append(entry)
+        print(f"sample: {s.key} {session_roles(s)} {entry['usage']} {time.perf_counter() - t0:.0f} s", flush=True)
     return out
 
 
@@ -227,6 +278,35 @@ def main() -> None:
     a.out.mkdir(parents=True, exist_ok=True)
     result: dict = {"model": a.model, "scope": a.scope, "max_rewrites": a.max_rewrites, "personas": a.personas,
                     "command": " ".join(sys.argv)}
+    if a.sample_sessions:
+        sample_path = a.out / "sample.json"
+        if not sample_path.exists():
+            t0, c0 = time.perf_counter(), time.process_time()
+            entries = asyncio.run(write_sample(a))
+            sample_path.write_text(json.dumps({"entries": entries, "wall_s": round(time.perf_counter() - t0, 1),
+                                               "cpu_s": round(time.process_time() - c0, 1)}, indent=2), encoding="utf-8")
+        sample = json.loads(sample_path.read_text(encoding="utf-8"))
+        result["sample"] = {"sessions": len(sample["entries"]), "wall_s": sample["wall_s"], "cpu_s": sample["cpu_s"]}
+        pieces = entry_pieces(sample["entries"])
+    else:
+        pieces = build_and_audit(a, result)
+    chat_path = a.out / "chat_sample.json"
+    if a.chat_sample and not chat_path.exists():
+        t0, c0 = time.perf_counter(), time.process_time()
+        chat = asyncio.run(write_chats(a.model, a.chat_sample))
+        chat_path.write_text(json.dumps({"pieces": chat, "wall_s": round(time.perf_counter() - t0, 1),
+                                         "cpu_s": round(time.process_time() - c0, 1)}, indent=2), encoding="utf-8")
+    chat = json.loads(chat_path.read_text(encoding="utf-8"))["pieces"] if chat_path.exists() else []
+    counts = full_counts()
+    result["full_counts"] = counts
+    result["cost_full_preset"] = [estimate(pieces, chat, counts, r) for r in sorted({0, 2, a.max_rewrites})]
+    a.json.parent.mkdir(parents=True, exist_ok=True)
+    a.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))
+
+
+def build_and_audit(a: argparse.Namespace, result: dict) -> list[dict]:
+    """The demo LLM build (unless --skip-build) and its audits beside the procedural build's; its pieces."""
     if not a.skip_build:
         result["build"] = build(a)
     ds, proc = a.out / "ds", a.out / "procedural"
@@ -241,19 +321,7 @@ def main() -> None:
     result["llm"], result["procedural"] = audits(ds), audits(proc)
     report = json.loads((ds / "writer_report.json").read_text(encoding="utf-8"))
     result["writer_report"] = {k: report[k] for k in ("labelled", "distractors", "chat", "usage", "usage_by_role", "fallbacks")}
-    chat_path = a.out / "chat_sample.json"
-    if a.chat_sample and not chat_path.exists():
-        t0, c0 = time.perf_counter(), time.process_time()
-        chat = asyncio.run(write_chats(a.model, a.chat_sample))
-        chat_path.write_text(json.dumps({"pieces": chat, "wall_s": round(time.perf_counter() - t0, 1),
-                                         "cpu_s": round(time.process_time() - c0, 1)}, indent=2), encoding="utf-8")
-    chat = json.loads(chat_path.read_text(encoding="utf-8"))["pieces"] if chat_path.exists() else []
-    counts = full_counts()
-    result["full_counts"] = counts
-    result["cost_full_preset"] = [estimate(pieces_of(ds), chat, counts, r) for r in sorted({0, 2, a.max_rewrites})]
-    a.json.parent.mkdir(parents=True, exist_ok=True)
-    a.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(result, indent=2))
+    return pieces_of(ds)
 
 
 if __name__ == "__main__":

@@ -85,7 +85,8 @@ def test_batch_rounds_answered_by_iba_batch_answer_build_the_same_key(tmp_path, 
                 try:
                     build_dataset(out, writer="llm", backend=backend, batch=batch, **OPTIONS)
                 except KeyboardInterrupt:
-                    killed = len((out / JOURNAL).read_text().splitlines()) - 1
+                    journaled = (out / JOURNAL).read_text().splitlines()[1:]
+                    killed = len(journaled)
                 finally:
                     monkeypatch.setattr(Journal, "add", real_add)
             build_dataset(out, writer="llm", backend=backend, batch=batch, **OPTIONS)  # resumes from the journal
@@ -96,6 +97,17 @@ def test_batch_rounds_answered_by_iba_batch_answer_build_the_same_key(tmp_path, 
             # 1: a failed call, asked again in the next round
             assert main(["batch", "answer", str(batch), "--model", "local:smollm2-135m", "--no-cache", "--quiet"]) in (0, 1)
     assert killed >= 1
+    # the session journaled before the kill is kept as it was written, not asked again
+    resumed = [json.loads(x) for x in (out / JOURNAL).read_text().splitlines()[1:]]
+    assert [json.loads(x) for x in journaled] == resumed[:killed]
+    history = [t.text for t in Dataset(out).history("u0000")]
+    for entry in resumed[:killed]:
+        n = len(entry["texts"])
+        assert any(history[i : i + n] == entry["texts"] for i in range(len(history) - n + 1))
+    # and the same result again: a rerun replays the journal into the same bytes, calling no model
+    files = {f.relative_to(out): f.read_bytes() for f in sorted(out.rglob("*.jsonl"))}
+    build_dataset(out, writer="llm", backend=backend, batch=batch, **OPTIONS)
+    assert {f.relative_to(out): f.read_bytes() for f in sorted(out.rglob("*.jsonl"))} == files
     # user turns, their check, the replies: a round each (a corrective retry adds one)
     assert 3 <= rounds <= 8
     report = _check_llm_build(out, procedural, "all")
