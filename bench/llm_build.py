@@ -154,13 +154,19 @@ async def write_sample(a: argparse.Namespace) -> list[dict]:
     pick += rest[: a.sample_sessions - len(pick)]
     writer = LLMWriter(resolve_backend(a.model, use_cache=False, timeout=1800), a.out, seed=42, max_rewrites=a.max_rewrites,
                        concurrency=1, progress=False, scope="exchanges")
-    out = []
+    # each session appended as it is written (with its wall and CPU seconds): a rerun goes on from there
+    path = a.out / "sample.jsonl"
+    done = {json.loads(x)["key"] for x in path.read_text(encoding="utf-8").splitlines()} if path.exists() else set()
     for plan, s in pick:
-        t0 = time.perf_counter()
+        if s.key in done:
+            continue
+        t0, c0 = time.perf_counter(), time.process_time()
         entry = await writer.write_session(plan, s)
-        out.append(entry)
-        print(f"sample: {s.key} {session_roles(s)} {entry['usage']} {time.perf_counter() - t0:.0f} s", flush=True)
-    return out
+        entry.update(wall_s=round(time.perf_counter() - t0, 1), cpu_s=round(time.process_time() - c0, 1))
+        with path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+        print(f"sample: {s.key} {session_roles(s)} {entry['usage']} {entry['wall_s']} s", flush=True)
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
 
 
 def full_counts(seed: int = 42) -> dict:
@@ -279,15 +285,10 @@ def main() -> None:
     result: dict = {"model": a.model, "scope": a.scope, "max_rewrites": a.max_rewrites, "personas": a.personas,
                     "command": " ".join(sys.argv)}
     if a.sample_sessions:
-        sample_path = a.out / "sample.json"
-        if not sample_path.exists():
-            t0, c0 = time.perf_counter(), time.process_time()
-            entries = asyncio.run(write_sample(a))
-            sample_path.write_text(json.dumps({"entries": entries, "wall_s": round(time.perf_counter() - t0, 1),
-                                               "cpu_s": round(time.process_time() - c0, 1)}, indent=2), encoding="utf-8")
-        sample = json.loads(sample_path.read_text(encoding="utf-8"))
-        result["sample"] = {"sessions": len(sample["entries"]), "wall_s": sample["wall_s"], "cpu_s": sample["cpu_s"]}
-        pieces = entry_pieces(sample["entries"])
+        entries = asyncio.run(write_sample(a))
+        result["sample"] = {"sessions": len(entries), "wall_s": round(sum(e["wall_s"] for e in entries), 1),
+                            "cpu_s": round(sum(e["cpu_s"] for e in entries), 1)}
+        pieces = entry_pieces(entries)
     else:
         pieces = build_and_audit(a, result)
     chat_path = a.out / "chat_sample.json"
