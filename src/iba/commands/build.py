@@ -73,7 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=list(SCOPES),
         default="all",
         help="llm writer: what the model writes. all: every turn (default); exchanges: only the evidence, distractor "
-        "and state exchanges, the filler chat around them stays procedural (the cheap mode: far fewer calls and tokens)",
+        "and state exchanges, the filler chat around them stays procedural (the cheap mode: one call fewer per session "
+        "and none of the filler's completion tokens; bench/BENCHMARKS.md has both modes' cost for the full preset)",
     )
     parser.add_argument(
         "--batch",
