@@ -20,19 +20,23 @@ pytestmark = pytest.mark.slow
 
 async def test_real_model_writes_and_checks_one_evidence_session(smollm_backend, tmp_path):
     plans = plan_dataset(load_taxonomy(), get_preset("demo"), seed=42, noise_ratio=50, history_turns=None, personas=None)
-    plan = plans[0]
-    session = next(s for s in plan.sessions if s.kind == "evidence")
-    writer = LLMWriter(smollm_backend, tmp_path, seed=42, max_rewrites=0, concurrency=1, progress=False)
+    # an evidence session with no distractor exchange in its filler: three calls (user turns, check, replies)
+    plan, session = next((p, s) for p in plans for s in p.sessions if s.kind == "evidence" and not s.distractors)
+    writer = LLMWriter(smollm_backend, tmp_path, seed=42, max_rewrites=0, concurrency=1, progress=False, scope="exchanges")
     entry = await writer.write_session(plan, session)
     assert entry["key"] == session.key and entry["turn_id"] == session.item.turn_id
     # the four-turn exchange sits inside filler chat, so the session is as long as a noise session
     assert len(entry["texts"]) == session.n_turns and all(t.strip() for t in entry["texts"])
-    assert entry["attempts"] == 1  # max_rewrites=0: one try, then reported
-    assert writer.usage.llm_calls >= 2 and writer.usage.prompt_tokens > 100
-    if not entry["fallback"]:
-        assert entry["passed"] in (True, False)
+    [core] = entry["pieces"]
+    assert core["role"] == "evidence" and core["attempts"] == 1  # max_rewrites=0: one try, then reported
+    assert entry["usage"]["llm_calls"] >= 2 and entry["usage"]["prompt_tokens"] > 100
+    if not core["fallback"]:
+        assert core["passed"] in (True, False)
         assert entry["texts"] != ProceduralWriter(42).texts(plan, session)
-        assert entry["passed"] or entry["problems"]  # a failed check always says why
+        assert core["passed"] or core["problems"]  # a failed check always says why
+        turn = entry["texts"][session.labelled]
+        for name, (start, end, clause) in entry["spans"][session.item.key].items():  # found where it says
+            assert turn[start:end] == clause
 
 
 async def test_real_model_annotates_one_instance_twice(smollm_backend, demo_dir, tmp_path):

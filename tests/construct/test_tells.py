@@ -8,7 +8,7 @@ import pytest
 
 from iba import prompts
 from iba.construct import noise
-from iba.construct.llm_writer import SIGNAL_INSTRUCTIONS
+from iba.construct.llm_exchange import SIGNAL_INSTRUCTIONS
 from iba.construct.stats import TELL_FEATURES, TELL_LIMIT, auc, compute_stats
 from iba.retrieval import salience
 from iba.types import SIGNAL_TYPES
@@ -58,12 +58,18 @@ def test_writer_instructions_do_not_contain_retrieval_cues(signal):
     assert not _cue_hits(SIGNAL_INSTRUCTIONS[signal])
     for position in (0, 2):
         # neutral stand-ins for the per-item data, so only the writer's own wording is checked
-        p = prompts.render(
-            "build_user_turns", persona="P.", scenario="S", topic="T", position=position, targets=["X"], cues=["Y"],
-            avoid=["Z"], signal_instruction=SIGNAL_INSTRUCTIONS[signal], feedback="F", previous="Q",
-        )
+        for extra in ({}, {"for_whom": "W", "mid_session": True, "anchor": True, "recent": True}):
+            p = prompts.render(
+                "build_user_turns", persona="P.", scenario="S", topic="T", position=position, targets=["X"], cues=["Y"],
+                avoid=["Z"], signal_instruction=SIGNAL_INSTRUCTIONS[signal], feedback="F", previous="Q", **extra,
+            )
+            text = "\n".join(m["content"] for m in p.messages)
+            assert not _cue_hits(text), (signal, position, extra, _cue_hits(text))
+    for form in ("ended", "hypothetical"):  # distractors told in passing
+        p = prompts.render("build_aside_turns", persona="P.", scenario="S", form=form, targets=["X"], cues=["Y"], avoid=["Z"],
+                           signal_instruction=SIGNAL_INSTRUCTIONS[signal], anchor=True, feedback="F", previous="Q")
         text = "\n".join(m["content"] for m in p.messages)
-        assert not _cue_hits(text), (signal, position, _cue_hits(text))
+        assert not _cue_hits(text), (signal, form, _cue_hits(text))
 
 
 def test_chat_writer_instructions_do_not_contain_retrieval_cues():

@@ -141,6 +141,8 @@ class _Job:
     concurrency: int = 4
     progress: bool = True
     generator: int = GENERATOR_VERSION
+    llm_scope: str = "all"
+    batch: str | Path | None = None
 
 
 @dataclass
@@ -182,11 +184,10 @@ def _shard(job: _Job, index: int, work: list[Work], progress: Callable[[int], No
         from iba.construct.llm_writer import LLMWriter
 
         llm = LLMWriter(job.backend, job.out, seed=seed, max_rewrites=job.max_rewrites, concurrency=job.concurrency,  # type: ignore[arg-type]
-                        progress=job.progress)
+                        progress=job.progress, scope=job.llm_scope, batch=job.batch, anchor_rates=rates)
         texts = llm.write_all(plans)
         params = llm.manifest_params()
-        # model-written turns have no known spans; the procedural parts (distractors, fallbacks) do
-        spans = llm.fallback.spans
+        spans = llm.spans  # where each clause was found in its turn (none where it was not)
     for p in sorted(plans, key=lambda p: p.persona.id):
         write_jsonl(job.out / "histories" / f"{p.persona.id}.jsonl", history_lines(p, lambda s, p=p: texts(p, s)))
         progress(1)
@@ -252,6 +253,8 @@ def build_dataset(
     distractors_on: bool = True,
     workers: int | None = None,
     generator: int = GENERATOR_VERSION,
+    llm_scope: str = "all",
+    batch: str | Path | None = None,
 ) -> Manifest:
     """Build an IBA-Bench dataset into `out_dir` and return its manifest.
 
@@ -262,6 +265,8 @@ def build_dataset(
     workers: processes that plan and write the personas (procedural writer; None: default_workers());
     the dataset is the same, byte for byte, for any number.
     generator: the procedural generator's version (GENERATOR_VERSIONS; recorded as params.generator_version).
+    llm_scope, batch: the llm writer's scope and batch folder (iba.construct.llm_writer); a batch
+    build raises llm_writer.BatchPending, and writes no dataset, while calls await answers.
     """
     from tqdm import tqdm
 
@@ -295,7 +300,8 @@ def build_dataset(
     tmp = Path(tempfile.mkdtemp(dir=out, prefix=".build-"))
     try:
         job = _Job(out=out, taxonomy=taxonomy, seed=seed, counts=counts, distractors=distractors_on, writer=writer, parts=tmp,
-                   backend=backend, max_rewrites=max_rewrites, concurrency=concurrency, progress=progress, generator=generator)
+                   backend=backend, max_rewrites=max_rewrites, concurrency=concurrency, progress=progress,
+                   generator=generator, llm_scope=llm_scope, batch=batch)
         bar = tqdm(total=sum(len(p) for p in parts), desc="writing histories", unit="persona", disable=not progress)
         shards = run_shards(lambda i, report: _shard(job, i, parts[i], report), len(parts), bar.update)
         bar.close()

@@ -50,23 +50,14 @@ class ProceduralWriter:
         out of history order: the text must not depend on which other sessions came first)."""
         return self.write(plan, session, self._fresh_voice(plan))
 
-    def pad(self, plan: PersonaPlan, session: SessionPlan, core: list[str]) -> list[str]:
-        """A session whose own exchange `core` (written elsewhere, e.g. by a model) sits at
-        `session.offset`, with distractor exchanges and filler around it."""
-        return self.write(plan, session, self._fresh_voice(plan), core=core)
+    def pad(self, plan: PersonaPlan, session: SessionPlan, core: list[str] | None, written: dict[str, list[str]]) -> list[str]:
+        """The session on its own (a budget of its own) with the exchanges written elsewhere, e.g.
+        by a model, at their places: its own exchange `core` and the distractor exchanges in
+        `written` (item key -> turns); the others are rendered here, with the filler around them."""
+        return self.write(plan, session, self._fresh_voice(plan), core=core, written=written)
 
-    def insert_distractors(self, plan: PersonaPlan, session: SessionPlan, turns: list[str]) -> list[str]:
-        """`turns` (a whole session written elsewhere) with its distractor exchanges written over
-        their slots (the LLM writer's chat sessions)."""
-        rng = derive(self.seed, session.key, "distractors")
-        voice = self._fresh_voice(plan)
-        out = list(turns)
-        for offset, item in session.distractors:
-            ex = self._distractor(rng, voice, item, offset > 0)
-            out[offset : offset + len(ex)] = ex
-        return out
-
-    def write(self, plan: PersonaPlan, session: SessionPlan, voice: Voice, core: list[str] | None = None) -> list[str]:
+    def write(self, plan: PersonaPlan, session: SessionPlan, voice: Voice, core: list[str] | None = None,
+              written: dict[str, list[str]] | None = None) -> list[str]:
         rng = derive(self.seed, session.key, "text")
         voice.talk = None  # version 3: the session's topic starts afresh
         parts: list[tuple[int, str, object]] = [(off, "distractor", d) for off, d in session.distractors]
@@ -80,6 +71,8 @@ class ProceduralWriter:
             mid = offset > 0
             if kind == "core":
                 turns = core if core is not None else self._core(rng, voice, session, mid)
+            elif written and item.key in written:  # type: ignore[attr-defined]
+                turns = written[item.key]  # type: ignore[attr-defined]
             else:
                 turns = self._distractor(rng, voice, item, mid)  # type: ignore[arg-type]
             out += turns

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from iba.construct import tell_audit
+from iba.construct import style_audit, tell_audit
 from iba.construct.count_histograms import BINS, bin_of, empty_hist
 from iba.construct.memory import release_free_memory
 from iba.construct.workers import can_fork
@@ -198,6 +198,8 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
         distractors = _distractor_forms(ds.root)
         turns = {u: _count_lines(ds.history_path(u)) for u in users}
         tells = tell_aucs(ds.root, relevant)
+        # here while the tell audit trains in its worker
+        styled = style_audit.audit(ds.root, relevant, distractors) if audit else None
         audited = pending.result(distractors) if pending else None
     finally:
         if pending:
@@ -248,6 +250,7 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
         "distractors_per_relevant": round(sum(len(v) for v in distractors.values()) / total_relevant, 2) if total_relevant else None,
         "tells": tells,
         **({"tell_audit": audited} if audit else {}),
+        **({"style_audit": styled} if audit else {}),
     }
 
 
@@ -293,4 +296,6 @@ def format_table2(stats: dict[str, Any]) -> str:
         )
     if stats.get("tell_audit"):
         lines += tell_audit.format_audit(stats["tell_audit"])
+    if stats.get("style_audit"):
+        lines += style_audit.format_audit(stats["style_audit"])
     return "\n".join(lines)
