@@ -51,7 +51,8 @@ def test_timeout_stops_the_history_embedding(tmp_path, engine):
         pytest.skip(f"onnx engine not installed: {onnx_bert.INSTALL}")
     emb = MiniLMEmbedder(engine=engine, threads=2)
     name = f"minilm-cancel-{engine}"
-    embed._CACHE[name] = emb  # what get_embedder(name) returns to the agent
+    key = (name, repr([]))  # get_embedder's cache key for a plain name (no settings)
+    embed._CACHE[key] = emb  # what get_embedder(name) returns to the agent
     batches = {"n": 0}
     real = emb._pooled
 
@@ -76,7 +77,7 @@ def test_timeout_stops_the_history_embedding(tmp_path, engine):
         assert batches["n"] - at_timeout <= 2, f"embedding went on after the timeout: {at_timeout} -> {batches['n']} batches"
         assert not (tmp_path / "cache" / "index").exists() or not list((tmp_path / "cache" / "index").glob("*.npz"))
     finally:
-        embed._CACHE.pop(name, None)
+        embed._CACHE.pop(key, None)
 
 
 class _Talker(Agent):
