@@ -59,3 +59,10 @@ def test_stats_carry_the_style_audit(demo_dir):
     assert stats["style_audit"]["available"]
     assert "style audit (character n-grams" in format_table2(stats)
     assert "style_audit" not in compute_stats(demo_dir, audit=False)
+    assert "style_audit" not in compute_stats(demo_dir, style=False) and "tell_audit" in compute_stats(demo_dir, style=False)
+
+
+def test_a_build_leaves_the_style_audit_to_iba_stats(demo_dir):
+    """The build's stats.json has the tell audit, not the style audit (its cost is iba stats's)."""
+    built = json.loads((demo_dir / "stats.json").read_text())
+    assert "tell_audit" in built and "style_audit" not in built

@@ -346,7 +346,8 @@ def build_dataset(
     # one of the two, not their sum
     del job, parts, shards
     release_free_memory()
-    write_stats(out, taxonomy, workers=n_workers)
+    # the style audit (~150 s of CPU and ~400 MB at full size) is `iba stats`'s, not every build's
+    write_stats(out, taxonomy, workers=n_workers, style=False)
     return manifest
 
 

@@ -141,9 +141,12 @@ def _distractor_forms(root: Path) -> dict[str, dict[str, str]]:
     return out
 
 
-def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True, workers: int = 1) -> dict[str, Any]:
+def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True, workers: int = 1,
+                  style: bool | None = None) -> dict[str, Any]:
     """Table 2 statistics and the rest; `audit` adds the tell audit (iba.construct.tell_audit),
-    run in a worker process beside the rest when `workers` > 1 (the same figures either way)."""
+    run in a worker process beside the rest when `workers` > 1 (the same figures either way), and
+    the style audit (iba.construct.style_audit) unless `style` is False (None: as `audit`)."""
+    style = audit if style is None else style
     ds = Dataset(root)
     if taxonomy is None:
         from iba.taxonomy import load_taxonomy
@@ -199,7 +202,7 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
         turns = {u: _count_lines(ds.history_path(u)) for u in users}
         tells = tell_aucs(ds.root, relevant)
         # here while the tell audit trains in its worker
-        styled = style_audit.audit(ds.root, relevant, distractors) if audit else None
+        styled = style_audit.audit(ds.root, relevant, distractors) if style else None
         audited = pending.result(distractors) if pending else None
     finally:
         if pending:
@@ -250,12 +253,13 @@ def compute_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: 
         "distractors_per_relevant": round(sum(len(v) for v in distractors.values()) / total_relevant, 2) if total_relevant else None,
         "tells": tells,
         **({"tell_audit": audited} if audit else {}),
-        **({"style_audit": styled} if audit else {}),
+        **({"style_audit": styled} if style else {}),
     }
 
 
-def write_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True, workers: int = 1) -> dict[str, Any]:
-    stats = compute_stats(root, taxonomy, audit=audit, workers=workers)
+def write_stats(root: str | Path, taxonomy: Taxonomy | None = None, *, audit: bool = True, workers: int = 1,
+                style: bool | None = None) -> dict[str, Any]:
+    stats = compute_stats(root, taxonomy, audit=audit, workers=workers, style=style)
     dump_json(Path(root) / "stats.json", stats)
     return stats
 
