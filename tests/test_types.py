@@ -1,7 +1,9 @@
+import json
+
 import pytest
 from pydantic import ValidationError
 
-from iba.types import Action, ApiParam, ApiTemplate, PreferenceValue, TaskView, stable_hash
+from iba.types import Action, ApiParam, ApiTemplate, PreferenceValue, RunRecord, TaskView, item_id, split_item_id, stable_hash
 
 
 def test_extra_fields_forbidden():
@@ -36,3 +38,23 @@ def test_api_json_schema():
 
 def test_stable_hash_is_order_independent():
     assert stable_hash({"a": 1, "b": 2}) == stable_hash({"b": 2, "a": 1}) != stable_hash({"a": 2, "b": 1})
+
+
+def test_a_qa_probe_is_a_field_and_an_old_id_reads_back_split():
+    assert split_item_id("inst-1::qa::q1") == ("inst-1", "q1") and split_item_id("inst-1") == ("inst-1", None)
+    assert item_id("inst-1", "q1") == "inst-1::qa::q1" and item_id("inst-1", None) == "inst-1"
+    fields = dict(key="k", run="r", dataset="d", user_id="u", domain="x", scenario="s", agent="a", model="m",
+                  status="ok", started_at="t", iba_version="0")
+    old = '{"instance_id": "inst-1::qa::q1", ' + json.dumps(fields)[1:]  # as the code before the field wrote it
+    rec = RunRecord.model_validate_json(old)
+    assert (rec.instance_id, rec.probe) == ("inst-1", "q1")
+    assert RunRecord.model_validate_json(rec.model_dump_json()) == rec
+    assert RunRecord(instance_id="inst-1", **fields).probe is None
+
+
+def test_a_task_without_a_probe_serialises_as_before():
+    task = TaskView(instance_id="i", user_id="u", domain="d", scenario="s", scenario_name="S", query="q",
+                    action="generate", now="t")
+    assert "probe" not in task.model_dump_json() and "probe" not in task.model_dump(mode="json")
+    qa = task.model_copy(update={"probe": "q1"})
+    assert TaskView.model_validate_json(qa.model_dump_json()) == qa

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from iba.eval.qa import parse_choice, qa_prompt, score_qa, split_qa_id
+from iba.eval.qa import parse_choice, qa_prompt, score_qa
 from iba.types import AnswerKey, QAProbe
 
 OPTIONS = ["Sichuan cuisine", "Cantonese cuisine", "Italian cuisine", "Japanese cuisine"]
@@ -72,7 +72,3 @@ def test_score_qa():
     missing = score_qa("C", KEY, "q9")
     assert missing.score is None
 
-
-def test_split_qa_id():
-    assert split_qa_id("inst-1::qa::q1") == ("inst-1", "q1")
-    assert split_qa_id("inst-1") == ("inst-1", None)

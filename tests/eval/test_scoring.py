@@ -28,8 +28,8 @@ API_KEY = AnswerKey(
 API = ApiTemplate(name="order_food", params=[ApiParam(name="spice_level", enum=["mild", "hot"], slot=True)])
 
 
-def record(instance_id="inst-1", action=None, status="ok", error=None, key="rk1") -> RunRecord:
-    return RunRecord(key=key, run="r", dataset="ds@1", instance_id=instance_id, user_id="u1", domain="writing",
+def record(instance_id="inst-1", action=None, status="ok", error=None, key="rk1", probe=None) -> RunRecord:
+    return RunRecord(key=key, run="r", dataset="ds@1", instance_id=instance_id, probe=probe, user_id="u1", domain="writing",
                      scenario="technical_documentation", agent="rag", model="m", status=status, action=action,
                      error=error, started_at="2025-01-01T00:00:00", iba_version="0.1.0")
 
@@ -74,7 +74,7 @@ async def test_call_api_record_uses_slots():
 
 
 async def test_qa_record():
-    rec = record("inst-1::qa::q1", Action(kind="generate", text="Answer: A"), key="rq")
+    rec = record("inst-1", Action(kind="generate", text="Answer: A"), key="rq", probe="q1")
     out = await score_record(rec, KEY, judges=[judge("A")])
     assert [(r.scorer, r.score) for r in out] == [("qa", 1.0)]
 
@@ -87,7 +87,7 @@ async def test_errored_records_are_unscored_not_zero(tmp_path):
     assert "TimeoutError: too slow" in out[0].verdicts[0].rationale
     out = await score_record(record("inst-2", status="errored", key="e2"), API_KEY, judges=[], api_template=API)
     assert out[0].scorer == "slots" and out[0].score is None
-    out = await score_record(record("inst-1::qa::q1", status="errored", key="e3"), KEY, judges=[])
+    out = await score_record(record("inst-1", status="errored", key="e3", probe="q1"), KEY, judges=[])
     assert out[0].scorer == "qa" and out[0].score is None
 
 

@@ -35,12 +35,12 @@ REPO = Path(__file__).resolve().parents[2]
 class EchoAgent(Agent):
     """Deterministic, no model: the answer depends on the task and the seed only.
     `die=<instance id>&deaths=<n>&marker=<path>` kills its process (as an OOM kill or a crash in
-    native code would) on the first n attempts at that instance; the marker file counts them."""
+    native code would) on the first n attempts at that instance's task; the marker file counts them."""
 
     name = "ray-echo"
 
     async def act(self, task, history):
-        if self.options.get("die") == task.instance_id:
+        if self.options.get("die") == task.instance_id and task.probe is None:
             marker = Path(self.options["marker"])
             died = marker.read_text().split() if marker.exists() else []
             if len(died) < int(self.options["deaths"]):
@@ -216,14 +216,14 @@ def test_a_worker_that_dies_is_restarted_and_its_item_sent_again_once(ray_cluste
     cfg = _cfg(agents=[f"ray-echo?die=i0&deaths={deaths}&marker={marker}"], trials=1)
     with Store(tmp_path / "s.sqlite") as store:
         s = _ray(ds, store, cfg, workers=1)  # one worker: no other to hide a death
-        recs = {r.instance_id: r for r in store.runs()}
+        recs = {(r.instance_id, r.probe): r for r in store.runs()}
         assert len(marker.read_text().split()) == min(deaths, 1 + TASK_RETRIES)
-        assert all(r.status == "ok" for iid, r in recs.items() if iid != "i0")  # the restarted worker ran them
+        assert all(r.status == "ok" for item, r in recs.items() if item != ("i0", None))  # the restarted worker ran them
         if deaths <= TASK_RETRIES:
             assert (s.planned, s.ok, s.errored) == (3, 3, 0)
             return
         assert (s.planned, s.ok, s.errored) == (3, 2, 1)
-        assert recs["i0"].status == "errored" and "Ray worker died" in recs["i0"].error
+        assert recs[("i0", None)].status == "errored" and "Ray worker died" in recs[("i0", None)].error
         again = _local(ds, store, dataclasses.replace(cfg, retry_errored=True))
         assert (again.retried, again.ok, again.errored) == (1, 1, 0)
     assert len(_one_record_per_key(tmp_path / "s.sqlite")) == 3

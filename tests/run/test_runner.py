@@ -116,7 +116,7 @@ def test_rerun_scores_records_stored_unscored(tmp_path):
         s = _scored_run(ds, store, qa=True)
         # the call_api task and the QA probe; the generate task has no judge here (nothing to score)
         assert s.skipped == 3 and s.rescored == 2
-        scorable = {r.key for r in store.runs() if r.instance_id != "i0"}
+        scorable = {r.key for r in store.runs() if r.instance_id != "i0" or r.probe}
         assert {sc.run_key for sc in store.scores()} == scorable
 
 
@@ -161,8 +161,8 @@ def test_agent_never_sees_the_answer_key(tmp_path):
     for hidden in ("checkpoints", "slots", "evidence", "accepted", "answer", "i0-c0", "i1-s0"):
         assert hidden not in blob, hidden
     # the QA probe reaches the agent as a plain question with lettered options
-    qa = [json.loads(s) for s in SEEN if "::qa::" in s]
-    assert qa and "Pseudocode" in qa[0]["task"]["query"]
+    qa = [json.loads(s) for s in SEEN if '"probe":' in s]
+    assert len(qa) == 1 and "Pseudocode" in qa[0]["task"]["query"] and qa[0]["task"]["probe"] == "q0"
 
 
 def test_unknown_agent_lists_choices(tmp_path):

@@ -2,7 +2,7 @@
 
 The runner asks the same agent and model the instance's multiple-choice question about the same
 preference, as a plain generate task whose query is `qa_prompt(probe)`, and stores it as a
-RunRecord with instance_id "{instance_id}::qa::{probe_id}". Scoring parses the answer
+RunRecord whose `probe` is the probe's id. Scoring parses the answer
 deterministically (`parse_choice`) under scorer "qa": 1 when the chosen option is the key's
 answer, 0 when another option was chosen, and 0 flagged with its reason when no single option can
 be read: "hedged_answer" (several options named) or "unparseable_answer" (none). The answer is
@@ -20,7 +20,6 @@ from iba.types import AnswerKey, QAProbe, ScoreRecord, Verdict
 
 SCORER = "qa"
 JUDGE = "qa-parse"
-SEPARATOR = "::qa::"
 TEMPLATE = "judge_qa_probe"
 
 
@@ -34,12 +33,6 @@ def qa_prompt(probe: QAProbe) -> str:
     """The question with lettered options (A, B, C...) that the runner uses as the task query."""
     opts = [{"letter": letter, "text": text} for letter, text in zip(letters(len(probe.options)), probe.options)]
     return prompts.render(TEMPLATE, question=probe.question, options=opts).messages[-1]["content"]
-
-
-def split_qa_id(instance_id: str) -> tuple[str, str | None]:
-    """'inst::qa::probe' -> ('inst', 'probe'); a task id -> (id, None)."""
-    base, sep, probe = instance_id.partition(SEPARATOR)
-    return base, (probe if sep else None)
 
 
 # --------------------------------------------------------------------------- parsing

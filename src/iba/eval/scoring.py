@@ -1,7 +1,7 @@
 """Score one stored RunRecord against its AnswerKey: the evaluator's single entry point.
 
 The record's kind picks the scorers:
-- a QA probe run (instance_id "...::qa::<probe>")       -> "qa"
+- a QA probe run (RunRecord.probe set)                 -> "qa"
 - a call_api task (the key has slots, or an API template) -> "slots"
 - a generate task                                        -> "judge:<model_id>" per judge and repeat,
                                                             plus "verifiers" when a checkpoint has one
@@ -43,7 +43,7 @@ class ScoreStore(Protocol):
 
 def record_kind(record: RunRecord, key: AnswerKey, api_template: ApiTemplate | None = None) -> str:
     """'qa', 'call_api' or 'generate'."""
-    if qa_mod.split_qa_id(record.instance_id)[1] is not None:
+    if record.probe is not None:
         return "qa"
     if key.slots or api_template is not None:
         return "call_api"
@@ -124,7 +124,7 @@ async def score_record(
 
     if kind == "qa":
         if not done(qa_mod.SCORER):
-            probe_id = qa_mod.split_qa_id(record.instance_id)[1] or ""
+            probe_id = record.probe or ""
             if failed or errored:
                 keep(give_up(qa_mod.SCORER, 0, [(probe_id, "qa")], qa_mod.JUDGE))
             else:

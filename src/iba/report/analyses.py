@@ -16,7 +16,6 @@ from itertools import combinations
 
 from iba.eval.agreement import agreement_summary
 from iba.eval.aggregate import mean
-from iba.eval.qa import split_qa_id
 from iba.report.data import Instance, ReportData, RowKey
 from iba.report.table_value import Table
 
@@ -112,11 +111,11 @@ def qa_vs_task(data: ReportData) -> Series:
     """Per row: QA accuracy and the task score on the same footing for every row: the probes every
     row has a scored answer for, whose instances are among the compared ones."""
     kept = {(i.dataset, i.instance_id) for i in data.compared}
-    answered: dict[RowKey, dict[tuple[str, str], float]] = {}
+    answered: dict[RowKey, dict[tuple[str, str, str | None], float]] = {}
     for r in data.qa_runs:
         vals = [s.score for s in data.scores.get(r.key, []) if s.scorer == "qa" and s.score is not None]
-        if vals and (r.dataset, split_qa_id(r.instance_id)[0]) in kept:
-            answered.setdefault(data.row_keys[r.key], {})[(r.dataset, r.instance_id)] = vals[0]
+        if vals and (r.dataset, r.instance_id) in kept:
+            answered.setdefault(data.row_keys[r.key], {})[(r.dataset, r.instance_id, r.probe)] = vals[0]
     rows = [row for row in data.rows if row in answered]
     if not rows:
         return {}
@@ -125,7 +124,7 @@ def qa_vs_task(data: ReportData) -> Series:
     out: Series = {}
     for row in rows:
         qa_vals = [answered[row][p] for p in sorted(common)]
-        bases = sorted({(d, split_qa_id(iid)[0]) for d, iid in common})
+        bases = sorted({(d, iid) for d, iid, _ in common})
         task = [inst_by[(row, d, iid)] for d, iid in bases if (row, d, iid) in inst_by]
         out[row.label] = {
             "QA": ((100.0 * sum(qa_vals) / len(qa_vals)) if qa_vals else None, len(qa_vals)),

@@ -17,7 +17,6 @@ from iba.agents.base import agent_uses_model
 from iba.agents.references import REFERENCES, reference_of, row_order
 from iba.dataset import Dataset
 from iba.eval.aggregate import instance_score, mean, task_kind
-from iba.eval.qa import split_qa_id
 from iba.dataset import dataset_id
 from iba.report.table_value import REFERENCE_MARK
 from iba.run.sample import Sample
@@ -263,8 +262,8 @@ def load_report_data(
                 scores[s.run_key].append(s)
         samples = store.samples()
         ingests = [i for name in names for i in store.ingests(name)]
-    task_runs = [r for r in records if split_qa_id(r.instance_id)[1] is None]
-    qa_runs = [r for r in records if split_qa_id(r.instance_id)[1] is not None]
+    task_runs = [r for r in records if r.probe is None]
+    qa_runs = [r for r in records if r.probe is not None]
     order, short = domain_names()
     data = ReportData(task_runs, qa_runs, dict(scores), judges=list(judges) if judges else None,
                       domain_order=order, domain_short=short, ingests=ingests,

@@ -14,7 +14,6 @@ from collections import defaultdict
 
 from iba.eval.aggregate import mean, replicate_score
 from iba.eval.panel import mean_sd
-from iba.eval.qa import split_qa_id
 from iba.eval.slots import chance_score
 from iba.report.attribution import attribution_table
 from iba.report.data import Instance, ReportData, RowKey
@@ -204,7 +203,7 @@ def cost_table(data: ReportData) -> Table:
     rows = []
     for row in data.rows:
         recs = by_row[row]
-        task = [r for r in recs if split_qa_id(r.instance_id)[1] is None]
+        task = [r for r in recs if r.probe is None]
         calls = sum(r.usage.llm_calls for r in recs)
         pt = sum(r.usage.prompt_tokens for r in recs)
         reused = sum(r.usage.reused_prompt_tokens for r in recs)

@@ -4,18 +4,13 @@ in its own module: reports and submissions read them beside the runs they judge.
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-
 from iba.eval.judge_check import JudgeCheckResult
 from iba.llm.secrets import redact_stored
+from iba.run.store_tables import StoreTables
 
 
-class JudgeCalibrations:
+class JudgeCalibrations(StoreTables):
     """Store's judge_checks table (the Store holds the connection and its lock)."""
-
-    _db: sqlite3.Connection
-    _lock: threading.Lock
 
     _JUDGE_CHECKS_SCHEMA = """
     CREATE TABLE IF NOT EXISTS judge_checks (
@@ -28,13 +23,9 @@ class JudgeCalibrations:
     );
     """
 
-    def _ensure_judge_checks(self) -> None:
-        with self._lock:
-            self._db.executescript(self._JUDGE_CHECKS_SCHEMA)
-
     def put_judge_check(self, result: JudgeCheckResult) -> bool:
         """Insert a JudgeCheckResult; False (nothing changed) when the same judge, case set and prompt is stored."""
-        self._ensure_judge_checks()
+        self._create(self._JUDGE_CHECKS_SCHEMA)
         with self._lock, self._db:
             cur = self._db.execute(
                 "INSERT OR IGNORE INTO judge_checks VALUES (?,?,?,?,?)",
@@ -45,10 +36,5 @@ class JudgeCalibrations:
 
     def judge_checks(self, judge: str | None = None) -> list[JudgeCheckResult]:
         """Stored JudgeCheckResults (of one judge model id if given), oldest first."""
-        self._ensure_judge_checks()
-        sql, args = "SELECT record FROM judge_checks", ()
-        if judge is not None:
-            sql, args = sql + " WHERE judge=?", (judge,)
-        with self._lock:
-            rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
-        return [JudgeCheckResult.model_validate_json(text) for (text,) in rows]
+        self._create(self._JUDGE_CHECKS_SCHEMA)
+        return list(self._records(JudgeCheckResult, "judge_checks", "judge", judge))

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from iba.agents.base import Agent
 from iba.agents.references import GoldTurns, OracleAgent
 from iba.dataset import Dataset, DatasetError
-from iba.eval.qa import split_qa_id
 from iba.types import AnswerKey, TaskView, Turn
 
 
@@ -40,7 +39,7 @@ def history_for(agent: Agent, ds: Dataset, task: TaskView, history: list[Turn],
     instance's key is read from the file now."""
     if not reads_key(agent):
         return history
-    instance_id = split_qa_id(task.instance_id)[0]  # a QA probe: its task's evidence
+    instance_id = task.instance_id  # a QA probe's too: its task's evidence
     if isinstance(keys, dict) and instance_id in keys:
         key: AnswerKey | None = keys[instance_id]
     else:

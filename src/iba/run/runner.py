@@ -22,7 +22,7 @@ from typing import Any
 from iba import __version__, cancel, registry
 from iba.agents.base import Agent, AgentEnv, parse_agent_spec
 from iba.dataset import Dataset, DatasetError, dataset_id
-from iba.eval.qa import SEPARATOR, qa_prompt
+from iba.eval.qa import qa_prompt
 from iba.eval.scoring import score_record
 from iba.llm.base import Backend, CallDeferred
 from iba.run.failures import classify
@@ -31,9 +31,7 @@ from iba.run.sample import Sample, bind_sample
 from iba.run.selection import Selection
 from iba.run.store import Store
 from iba.taxonomy import scenario_api
-from iba.types import Action, AnswerKey, QAProbe, RunRecord, TaskView, Turn, Usage, stable_hash
-
-QA_SEPARATOR = SEPARATOR  # "<instance>::qa::<probe>": a QA probe's instance id
+from iba.types import Action, AnswerKey, QAProbe, RunRecord, TaskView, Turn, Usage, item_id, stable_hash
 
 
 @dataclass
@@ -95,22 +93,16 @@ class RunSummary:
     ingest_usage: Usage = field(default_factory=Usage)
 
 
-def run_key(dataset: str, instance_id: str, agent: str, model: str, trial: int) -> str:
-    return stable_hash([dataset, instance_id, agent, model, trial], 24)
+def run_key(dataset: str, instance_id: str, agent: str, model: str, trial: int, probe: str | None = None) -> str:
+    """A QA probe's key hashes "<instance>::qa::<probe>" (types.common.item_id), as the first stores did."""
+    return stable_hash([dataset, item_id(instance_id, probe), agent, model, trial], 24)
 
 
 def qa_task(task: TaskView, probe: QAProbe) -> TaskView:
     """The QA probe as a plain generate task for the same agent (same history, same time)."""
-    return TaskView(
-        instance_id=f"{task.instance_id}{QA_SEPARATOR}{probe.id}",
-        user_id=task.user_id,
-        domain=task.domain,
-        scenario=task.scenario,
-        scenario_name=task.scenario_name,
-        query=qa_prompt(probe),
-        action="generate",
-        now=task.now,
-    )
+    return TaskView(instance_id=task.instance_id, probe=probe.id, user_id=task.user_id, domain=task.domain,
+                    scenario=task.scenario, scenario_name=task.scenario_name, query=qa_prompt(probe),
+                    action="generate", now=task.now)
 
 
 def make_agent(spec: str, env: AgentEnv, hidden: Sequence[str] = ()) -> Agent:
@@ -177,10 +169,11 @@ async def run_one(
         partial = list(getattr(e, "iba_trace", None) or [])
         usage = _usage_of(None, partial)
     return RunRecord(
-        key=run_key(dataset, task.instance_id, spec, model, trial),
+        key=run_key(dataset, task.instance_id, spec, model, trial, task.probe),
         run=cfg.run,
         dataset=dataset,
         instance_id=task.instance_id,
+        probe=task.probe,
         user_id=task.user_id,
         domain=task.domain,
         scenario=task.scenario,
@@ -206,8 +199,8 @@ def errored_record(spec: str, task: TaskView, *, dataset: str, model: str, trial
     """The record of an item lost to the infrastructure outside the agent (a Ray worker that died
     under it): the same fields as run_one's, errored, so it is unscored and --retry-errored reruns it."""
     return RunRecord(
-        key=run_key(dataset, task.instance_id, spec, model, trial), run=cfg.run, dataset=dataset,
-        instance_id=task.instance_id, user_id=task.user_id, domain=task.domain, scenario=task.scenario,
+        key=run_key(dataset, task.instance_id, spec, model, trial, task.probe), run=cfg.run, dataset=dataset,
+        instance_id=task.instance_id, probe=task.probe, user_id=task.user_id, domain=task.domain, scenario=task.scenario,
         agent=spec, model=model, trial=trial, seed=cfg.seed + trial, status="errored", action=None,
         error=error, usage=Usage(), latency_s=0.0, prompt_hashes={},
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), iba_version=__version__,
@@ -335,9 +328,9 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
                         work.append((spec, qa_task(task, probe), trial))
     summary.planned = len(work)
     if cfg.retry_errored:
-        summary.retried = store.drop_errored([run_key(did, w[1].instance_id, w[0], model, w[2]) for w in work])
+        summary.retried = store.drop_errored([run_key(did, w[1].instance_id, w[0], model, w[2], w[1].probe) for w in work])
     store.sweep_claims()  # a killed run's claims must not outlive it
-    keys_of = [run_key(did, w[1].instance_id, w[0], model, w[2]) for w in work]
+    keys_of = [run_key(did, w[1].instance_id, w[0], model, w[2], w[1].probe) for w in work]
     stored = {k for k in keys_of if store.has_run(k)}
     todo = [WorkItem(*w, key=k) for w, k in zip(work, keys_of) if k not in stored]
     summary.skipped = len(work) - len(todo)
@@ -382,14 +375,10 @@ async def finish(plan: Plan, rec: RunRecord, store: Store, cfg: RunConfig, bar: 
         await elsewhere(plan, rec.instance_id, store, cfg, bar, judges=judges)
         return
     summary.usage = summary.usage.add(rec.usage)
-    if rec.status == "ok":
-        summary.ok += 1
-    elif rec.status == "failed":
-        summary.failed += 1
-        summary.errors.append(f"failed: {rec.instance_id} [{rec.agent}]: {rec.error.splitlines()[0] if rec.error else ''}")
-    else:
-        summary.errored += 1
-        summary.errors.append(f"errored: {rec.instance_id} [{rec.agent}]: {rec.error.splitlines()[0] if rec.error else ''}")
+    setattr(summary, rec.status, getattr(summary, rec.status) + 1)
+    if rec.status != "ok":
+        what = rec.instance_id + (f" (QA probe {rec.probe})" if rec.probe else "")
+        summary.errors.append(f"{rec.status}: {what} [{rec.agent}]: {rec.error.splitlines()[0] if rec.error else ''}")
     if cfg.score:
         for r in plan.settle(rec.instance_id, rec):
             await score_stored(r, plan.tasks, plan.keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
@@ -484,11 +473,10 @@ async def score_stored(
 ) -> int:
     """Score one stored record (task, QA probe or errored) unless already scored; returns how many
     ScoreRecords it wrote (0 for a generate task with neither judges nor verifiers)."""
-    base_id = rec.instance_id.split(QA_SEPARATOR)[0]
-    key, task = keys.get(base_id), tasks.get(base_id)
+    key, task = keys.get(rec.instance_id), tasks.get(rec.instance_id)
     if key is None or task is None:
         return 0
-    api = scenario_api(task.scenario) if task.action == "call_api" and QA_SEPARATOR not in rec.instance_id else None
+    api = scenario_api(task.scenario) if task.action == "call_api" and rec.probe is None else None
     return len(await score_record(rec, key, judges=list(judges), judge_repeats=judge_repeats, api_template=api, store=store))
 
 

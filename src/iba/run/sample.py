@@ -41,7 +41,6 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from iba.eval.qa import split_qa_id
 from iba.types import Strict, TaskView
 
 STRATA = ("domain", "action", "user", "scenario")
@@ -144,10 +143,6 @@ class SampleError(ValueError):
     """A run would mix a sample's results with another selection in one store."""
 
 
-def _base(instance_id: str) -> str:
-    return split_qa_id(instance_id)[0]  # a QA probe belongs to its task's instance
-
-
 def bind_sample(store, dataset: str, sample: Sample | None, selection: Sequence[str]) -> str | None:
     """Check a run's selection against the store's sample of `dataset` and record a new sample.
     Returns a line to show the user (a sample recorded or replaced), or None; SampleError when the
@@ -156,7 +151,7 @@ def bind_sample(store, dataset: str, sample: Sample | None, selection: Sequence[
     if sample is None:
         if stored is None:
             return None
-        outside = sorted({_base(i) for i in selection} - set(stored.instance_ids))
+        outside = sorted(set(selection) - set(stored.instance_ids))
         if outside:
             raise SampleError(
                 f"{store.path} holds {stored.describe()} on {dataset}; this run selects {len(outside)} instance(s) "
@@ -164,7 +159,7 @@ def bind_sample(store, dataset: str, sample: Sample | None, selection: Sequence[
                 f"{stored.command_options()}, or give another --store")
         return None
     wanted = set(sample.instance_ids)
-    if not {_base(i) for i in selection} <= wanted:
+    if not set(selection) <= wanted:
         raise SampleError("the run's selection is not within its sample")  # a caller's bug, not the user's
     if stored is not None and stored.instance_ids_sha == sample.instance_ids_sha:
         return None

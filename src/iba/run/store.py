@@ -13,6 +13,11 @@ before it is written (llm.secrets.redact_stored: keys, URL credentials a reply m
 process claims a key before it runs it and drops the claim once the record is stored. A claim whose
 process is gone (same host, pid not alive) or that outlived its deadline is taken over, so a killed
 run never blocks its own resume.
+
+The store's version is SQLite's `user_version`; opening a store of an older version brings it up
+to date in one transaction (a second open finds nothing left to do). Version 1: a QA probe's `runs`
+row holds its instance's id; version 0 held "<instance>::qa::<probe>" (its record reads back split,
+types.records.RunRecord).
 """
 
 from __future__ import annotations
@@ -26,10 +31,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from iba.llm.secrets import redact_stored
-from iba.eval.qa import split_qa_id
 from iba.run.calibrations import JudgeCalibrations
 from iba.run.sample import Sample
-from iba.types import IngestRecord, RunRecord, ScoreRecord
+from iba.types import LEGACY_QA, IngestRecord, RunRecord, ScoreRecord
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -58,6 +62,12 @@ CREATE TABLE IF NOT EXISTS claims (
 );
 """
 
+
+VERSION = 1  # PRAGMA user_version (the module doc)
+_MIGRATIONS = {  # to version N from N - 1
+    1: f"UPDATE runs SET instance_id = substr(instance_id, 1, instr(instance_id, '{LEGACY_QA}') - 1) "
+       f"WHERE instr(instance_id, '{LEGACY_QA}') > 0",
+}
 
 # A score record whose judge call failed: ScoreRecord.errored, as pydantic writes it (no spaces; a
 # string value cannot hold it unescaped), so no JSON parsing is needed to find them.
@@ -102,9 +112,22 @@ class Store(JudgeCalibrations):
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
+            self._migrate()
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{self.path}: cannot be used as a result store ({e}); "
                              "give --store a new path or an SQLite file written by iba") from None
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > VERSION:
+            raise StoreError(f"{self.path}: written by a newer iba (store version {version}, this one reads "
+                             f"{VERSION} and older); upgrade iba or give --store a new path")
+        if version < VERSION:
+            with self._db:  # one transaction: the updates and the new version together, or neither
+                self._db.execute("BEGIN IMMEDIATE")
+                for n in range(self._db.execute("PRAGMA user_version").fetchone()[0] + 1, VERSION + 1):
+                    self._db.execute(_MIGRATIONS[n])
+                self._db.execute(f"PRAGMA user_version = {VERSION}")
 
     def close(self) -> None:
         self._db.close()
@@ -184,13 +207,7 @@ class Store(JudgeCalibrations):
             self._db.execute("DELETE FROM claims WHERE key=? AND owner=?", (key, self.owner))
 
     def runs(self, run: str | None = None) -> Iterator[RunRecord]:
-        sql, args = "SELECT record FROM runs", ()
-        if run is not None:
-            sql, args = sql + " WHERE run=?", (run,)
-        with self._lock:
-            rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
-        for (text,) in rows:
-            yield RunRecord.model_validate_json(text)
+        return self._records(RunRecord, "runs", "run", run)
 
     def run_names(self) -> list[str]:
         with self._lock:
@@ -246,13 +263,7 @@ class Store(JudgeCalibrations):
         return runs, faults
 
     def scores(self, scorer: str | None = None) -> Iterator[ScoreRecord]:
-        sql, args = "SELECT record FROM scores", ()
-        if scorer is not None:
-            sql, args = sql + " WHERE scorer=?", (scorer,)
-        with self._lock:
-            rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
-        for (text,) in rows:
-            yield ScoreRecord.model_validate_json(text)
+        return self._records(ScoreRecord, "scores", "scorer", scorer)
 
     # ---------------------------------------------------------------- ingests (memory agents)
     _INGESTS_SCHEMA = """
@@ -269,14 +280,10 @@ class Store(JudgeCalibrations):
     );
     """
 
-    def _ensure_ingests(self) -> None:
-        with self._lock:
-            self._db.executescript(self._INGESTS_SCHEMA)
-
     def put_ingest(self, rec: IngestRecord) -> IngestRecord:
         """Store the ingest of `rec.key`, replacing an earlier one (the user was ingested again);
         returns the record as stored, its `attempts` counting the earlier ones."""
-        self._ensure_ingests()
+        self._create(self._INGESTS_SCHEMA)
         with self._lock, self._db:
             self._db.execute("BEGIN IMMEDIATE")
             row = self._db.execute("SELECT record FROM ingests WHERE key=?", (rec.key,)).fetchone()
@@ -288,20 +295,15 @@ class Store(JudgeCalibrations):
         return rec
 
     def get_ingest(self, key: str) -> IngestRecord | None:
-        self._ensure_ingests()
+        self._create(self._INGESTS_SCHEMA)
         with self._lock:
             row = self._db.execute("SELECT record FROM ingests WHERE key=?", (key,)).fetchone()
         return IngestRecord.model_validate_json(row[0]) if row else None
 
     def ingests(self, run: str | None = None) -> list[IngestRecord]:
         """Stored IngestRecords (of one run name if given), oldest first."""
-        self._ensure_ingests()
-        sql, args = "SELECT record FROM ingests", ()
-        if run is not None:
-            sql, args = sql + " WHERE run=?", (run,)
-        with self._lock:
-            rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
-        return [IngestRecord.model_validate_json(text) for (text,) in rows]
+        self._create(self._INGESTS_SCHEMA)
+        return list(self._records(IngestRecord, "ingests", "run", run))
 
     # ---------------------------------------------------------------- samples (iba run --sample)
     _SAMPLES_SCHEMA = """
@@ -311,27 +313,23 @@ class Store(JudgeCalibrations):
     );
     """
 
-    def _ensure_samples(self) -> None:
-        with self._lock:
-            self._db.executescript(self._SAMPLES_SCHEMA)
-
     def get_sample(self, dataset: str) -> Sample | None:
         """The sample this store's runs on `dataset` were drawn as (run.sample.bind_sample), if any."""
-        self._ensure_samples()
+        self._create(self._SAMPLES_SCHEMA)
         with self._lock:
             row = self._db.execute("SELECT record FROM samples WHERE dataset=?", (dataset,)).fetchone()
         return Sample.model_validate_json(row[0]) if row else None
 
     def samples(self) -> dict[str, Sample]:
         """Dataset id -> its recorded sample."""
-        self._ensure_samples()
+        self._create(self._SAMPLES_SCHEMA)
         with self._lock:
             rows = self._db.execute("SELECT dataset, record FROM samples ORDER BY dataset").fetchall()
         return {d: Sample.model_validate_json(text) for d, text in rows}
 
     def put_sample(self, sample: Sample) -> None:
         """Record (or replace: bind_sample decides when that is allowed) the sample of its dataset."""
-        self._ensure_samples()
+        self._create(self._SAMPLES_SCHEMA)
         with self._lock, self._db:
             self._db.execute("INSERT OR REPLACE INTO samples VALUES (?,?)", (sample.dataset, sample.model_dump_json()))
 
@@ -339,4 +337,4 @@ class Store(JudgeCalibrations):
         """The instances (QA probes counted as their task's) this store holds records of on `dataset`."""
         with self._lock:
             rows = self._db.execute("SELECT DISTINCT instance_id FROM runs WHERE dataset=?", (dataset,)).fetchall()
-        return {split_qa_id(i)[0] for (i,) in rows}
+        return {i for (i,) in rows}

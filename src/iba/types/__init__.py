@@ -7,7 +7,9 @@ Everything that crosses a module boundary or touches disk is one of these models
 `extra="forbid"`, so a misspelt field is an error rather than silently dropped.
 """
 
-from iba.types.common import SIGNAL_TYPES, ActionType, ParamType, Role, SignalType, Strict, stable_hash
+from iba.types.common import (
+    LEGACY_QA, SIGNAL_TYPES, ActionType, ParamType, Role, SignalType, Strict, item_id, split_item_id, stable_hash,
+)
 from iba.types.taxonomy import (
     ApiParam, ApiTemplate, Dimension, Domain, PreferenceValue, Scenario, StateConstraint, Taxonomy,
     TransientState, VerifierRef,
@@ -20,7 +22,8 @@ from iba.types.agent import Action, TraceStep, Usage
 from iba.types.records import IngestRecord, RunRecord, ScoreRecord, Verdict
 
 __all__ = [
-    "SIGNAL_TYPES", "ActionType", "ParamType", "Role", "SignalType", "Strict", "stable_hash",
+    "LEGACY_QA", "SIGNAL_TYPES", "ActionType", "ParamType", "Role", "SignalType", "Strict", "item_id",
+    "split_item_id", "stable_hash",
     "ApiParam", "ApiTemplate", "Dimension", "Domain", "PreferenceValue", "Scenario", "StateConstraint",
     "Taxonomy", "TransientState", "VerifierRef", "AnswerKey", "Checkpoint", "DistractorForm",
     "DistractorLabel", "EvidenceLabel", "Manifest", "Persona", "PersonaStateSpan", "PersonaStates",

@@ -21,6 +21,23 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# Before a QA probe was a field (RunRecord.probe, TaskView.probe), its run's instance_id was
+# "<instance>::qa::<probe>": a run key still hashes that id, so stores written then resume, and a
+# record written then reads back split (RunRecord's validator; run/store.py migrates the column).
+LEGACY_QA = "::qa::"
+
+
+def item_id(instance_id: str, probe: str | None) -> str:
+    """The id a run key hashes: the instance's, or "<instance>::qa::<probe>" for a QA probe."""
+    return f"{instance_id}{LEGACY_QA}{probe}" if probe else instance_id
+
+
+def split_item_id(item_id: str) -> tuple[str, str | None]:
+    """'inst::qa::probe' -> ('inst', 'probe'); an instance id -> (id, None)."""
+    base, sep, probe = item_id.partition(LEGACY_QA)
+    return base, (probe if sep else None)
+
+
 def stable_hash(obj: Any, n: int = 16) -> str:
     """A short content hash of any JSON-able object (sorted keys, so order-independent)."""
     data = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode()

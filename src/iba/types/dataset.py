@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from iba.types.common import ActionType, Role, SignalType, Strict
 from iba.types.taxonomy import VerifierRef
@@ -63,6 +63,15 @@ class TaskView(Strict):
     api_name: str | None = None
     api_schema: dict[str, Any] | None = None
     now: str  # request time, ISO 8601; the history ends before it
+    probe: str | None = None  # a QA probe's id (iba run --qa): the query is its question, not the task
+
+    @model_serializer(mode="wrap")
+    def _no_null_probe(self, handler: Any) -> Any:
+        """A task's JSON has no "probe" key: instances.jsonl and the agents' request stay as they were."""
+        out = handler(self)
+        if self.probe is None and isinstance(out, dict):
+            out.pop("probe", None)
+        return out
 
 
 class EvidenceLabel(Strict):

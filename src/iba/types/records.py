@@ -3,19 +3,20 @@ holding Verdicts (passed=None: unscored)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from iba.types.agent import Action, TraceStep, Usage
-from iba.types.common import Strict
+from iba.types.common import LEGACY_QA, Strict, split_item_id
 
 
 class RunRecord(Strict):
-    key: str  # stable hash of (dataset, instance, agent spec, model, trial)
+    key: str  # stable hash of (dataset, instance and probe, agent spec, model, trial): runner.run_key
     run: str  # a user-chosen run name
     dataset: str
     instance_id: str
+    probe: str | None = None  # the QA probe this run asked (iba run --qa), None for the instance's task
     user_id: str
     domain: str
     scenario: str
@@ -40,6 +41,15 @@ class RunRecord(Strict):
     # a command iba started for a third-party agent (external?cmd=): "bwrap" when it ran sandboxed,
     # "none" when it did not (reports mark the row unsandboxed); None for everything else
     sandbox: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_old_qa_id(cls, data: Any) -> Any:
+        """A record written before `probe` was a field holds it in its id (types.common.LEGACY_QA)."""
+        if isinstance(data, dict) and LEGACY_QA in str(data.get("instance_id")) and data.get("probe") is None:
+            data = {**data}
+            data["instance_id"], data["probe"] = split_item_id(data["instance_id"])
+        return data
 
 
 class IngestRecord(Strict):
