@@ -133,9 +133,9 @@ def test_qa_probes_with_a_held_back_key(root, capsys):
     assert run(root, "--agent", HONEST, "--judges", "none", "--answer-key", key, "--qa") == 0
     assert "now the QA probes (in the held-back key)" in capsys.readouterr().out
     with Store(root.parent / "s.sqlite") as s:
-        ids = sorted(r.instance_id for r in s.runs())
+        ids = sorted((r.instance_id, r.probe or "") for r in s.runs())
         scorers = sorted(r.scorer for r in s.scores())
-    assert ids == ["i0", "i0::qa::q0", "i1"] and scorers == ["qa", "slots"]
+    assert ids == [("i0", ""), ("i0", "q0"), ("i1", "")] and scorers == ["qa", "slots"]
 
 
 def test_the_run_ends_with_each_agents_overall_score(root, capsys):

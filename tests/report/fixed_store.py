@@ -180,7 +180,7 @@ def build(tmp: Path) -> tuple[Path, Path, str]:
                 t = tasks[iid]
                 rk = f"{agent}-{iid}-{probe}"
                 store.put_run(RunRecord(
-                    key=rk, run="main", dataset=did, instance_id=f"{iid}::qa::{probe}", user_id=t.user_id,
+                    key=rk, run="main", dataset=did, instance_id=iid, probe=probe, user_id=t.user_id,
                     domain=t.domain, scenario=t.scenario, agent=agent, model="m", status="ok",
                     action=Action(kind="generate", text=text), usage=Usage(llm_calls=1, prompt_tokens=10, completion_tokens=1),
                     latency_s=0.5, started_at=NOW, iba_version="0.1.0"))

@@ -254,7 +254,7 @@ def test_qa_vs_task_uses_the_probes_every_row_answered(tmp_path):
 
     ds, path, did = build(tmp_path)
     with Store(path) as s:
-        s.put_run(RunRecord(key="iba-w1-q1", run="main", dataset=did, instance_id="w1::qa::q1", user_id="u1",
+        s.put_run(RunRecord(key="iba-w1-q1", run="main", dataset=did, instance_id="w1", probe="q1", user_id="u1",
                             domain="writing", scenario="technical_documentation", agent="iba", model="m",
                             status="ok", action=Action(kind="generate", text="Answer: B"),
                             started_at="2025-01-01T00:00:00", iba_version="0"))

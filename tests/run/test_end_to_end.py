@@ -21,9 +21,9 @@ def test_build_run_score_report(tmp_path, smollm_gguf, capsys):
     assert main(["run", *common, *agents, "--limit", "2"]) == 0
     db = sqlite3.connect(store)
     runs = [json.loads(r) for (r,) in db.execute("SELECT record FROM runs")]
-    tasks = [r for r in runs if "::qa::" not in r["instance_id"]]
+    tasks = [r for r in runs if r["probe"] is None]
     assert len(tasks) == 2 and {r["agent"] for r in tasks} == {"rag?max_tokens=48"}
-    assert any("::qa::" in r["instance_id"] for r in runs)
+    assert any(r["probe"] for r in runs)
     for r in tasks:  # every stored action carries its trace and prompt hashes, or is an honest error
         assert r["status"] != "errored" or r["action"] is None
         assert r["status"] != "ok" or r["action"] is not None

@@ -50,7 +50,6 @@ async def score_store(store, records, keys, *, judges, cfg, concurrency: int, pr
     record's model to its judges (`--judges same`)."""
     from tqdm.auto import tqdm
 
-    from iba.eval.qa import split_qa_id
     from iba.eval.scoring import record_kind, score_record
     from iba.taxonomy import scenario_api
 
@@ -60,7 +59,7 @@ async def score_store(store, records, keys, *, judges, cfg, concurrency: int, pr
     templates: dict[str, object] = {}
 
     async def one(rec) -> None:
-        key = keys[(rec.dataset, split_qa_id(rec.instance_id)[0])]
+        key = keys[(rec.dataset, rec.instance_id)]
         if rec.scenario not in templates:
             templates[rec.scenario] = scenario_api(rec.scenario) if key.slots else None
         api = templates[rec.scenario] if record_kind(rec, key) != "qa" else None
@@ -105,7 +104,6 @@ def main(args: argparse.Namespace) -> int:
     from iba.dataset import DatasetError
     from iba.eval.aggregate import instance_score, mean, task_kind
     from iba.eval.panel import PanelConfig
-    from iba.eval.qa import split_qa_id
     from iba.commands.run import backend_from_args, resolve_judge_names
     from iba.run.store import Store
 
@@ -127,7 +125,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: argument --run: no run named {', '.join(unknown)} in {args.store} "
               f"(runs: {', '.join(known) or 'none'})", file=sys.stderr)
         return 2
-    usable = [r for r in records if (r.dataset, split_qa_id(r.instance_id)[0]) in keys]
+    usable = [r for r in records if (r.dataset, r.instance_id) in keys]
     skipped = len(records) - len(usable)
     if not usable:
         why = (f"{args.store} holds no runs" if not records else
@@ -164,7 +162,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"  {skipped} runs skipped: their dataset was not given with --dataset", file=sys.stderr)
     by_agent: dict[tuple[str, str], list] = defaultdict(list)
     for r in usable:
-        if split_qa_id(r.instance_id)[1] is None:
+        if r.probe is None:
             key = keys[(r.dataset, r.instance_id)]
             recs = scores.get(r.key, [])
             judge_ids = [b.model_id for b in judges.get(r.model, [])] or None
