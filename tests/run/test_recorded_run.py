@@ -96,7 +96,7 @@ def demo_run(work: Path) -> dict[str, Any]:
                     progress=False)
     with Store(work / "runs.sqlite") as store:
         asyncio.run(run_dataset(Dataset(work / "dataset"), backend, store, cfg, judges=[backend]))
-        runs = {r.key: {"instance": r.instance_id, "agent": r.agent, "status": r.status, "error": r.error,
+        runs = {r.key: {"instance": r.instance_id, "probe": r.probe, "agent": r.agent, "status": r.status, "error": r.error,
                         "action": hashlib.sha256(r.action.model_dump_json(exclude={"trace"}).encode()).hexdigest()[:16]
                         if r.action else None}
                 for r in store.runs()}
@@ -108,8 +108,14 @@ def demo_run(work: Path) -> dict[str, Any]:
 
 @pytest.mark.slow  # no model, but ~30 s of CPU: the build, retrieval's embedder, 36 runs and their scoring
 def test_a_rerun_reproduces_the_recorded_demo_run_exactly(tmp_path):
+    from iba.types import split_item_id
+
     recorded = json.loads(RECORDING.read_text(encoding="utf-8"))
+    for r in recorded["runs"].values():  # recorded before the probe was a field: "<instance>::qa::<probe>"
+        if "probe" not in r:
+            r["instance"], r["probe"] = split_item_id(r["instance"])
     got = json.loads(json.dumps(demo_run(tmp_path)))  # tuples and floats as the recording holds them
+    assert any(r["probe"] for r in got["runs"].values())
     assert len(got["runs"]) == len(recorded["runs"]) and got["runs"] == recorded["runs"]
     assert got["scores"] == recorded["scores"]
     # the recording is not trivial: agents and judges made different choices
