@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 from iba.dataset import write_dataset
-from iba.types import AnswerKey, Checkpoint, EvidenceLabel, Manifest, Persona, QAProbe, Slot, TaskView, Turn
+from iba.types import AnswerKey, Checkpoint, EvidenceLabel, Manifest, Persona, QAProbe, Slot, TaskView, Turn, item_id
 
 SECRET_EXPECTED = "Prefers pseudocode over runnable code."
 
@@ -78,3 +80,31 @@ def users_dataset(root: Path, users: int = 3, sessions: int = 3, turns: int = 2)
                         counts={"instances": len(instances)})
     write_dataset(root, manifest, personas, histories, instances, keys)
     return root
+
+
+OLD_SCHEMA = """
+CREATE TABLE runs (key TEXT PRIMARY KEY, run TEXT NOT NULL, dataset TEXT NOT NULL, instance_id TEXT NOT NULL,
+                   agent TEXT NOT NULL, model TEXT NOT NULL, trial INTEGER NOT NULL, status TEXT NOT NULL,
+                   record TEXT NOT NULL);
+CREATE INDEX runs_run ON runs(run);
+CREATE TABLE scores (run_key TEXT NOT NULL, scorer TEXT NOT NULL, repeat INTEGER NOT NULL, record TEXT NOT NULL,
+                     PRIMARY KEY (run_key, scorer, repeat));
+CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL);
+"""
+
+
+def as_old_store(new: Path, old: Path) -> None:
+    """`new`'s runs and scores, written as the code before the probe field did: a QA probe's id is
+    "<instance>::qa::<probe>" in the column and the record, which has no "probe"; user_version 0."""
+    src, db = sqlite3.connect(new), sqlite3.connect(old)
+    db.executescript(OLD_SCHEMA)
+    for row in src.execute("SELECT key, run, dataset, agent, model, trial, status, record FROM runs ORDER BY rowid"):
+        rec = json.loads(row[-1])
+        rec["instance_id"] = item_id(rec["instance_id"], rec.pop("probe"))
+        db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
+                   (*row[:3], rec["instance_id"], *row[3:7], json.dumps(rec, separators=(",", ":"))))
+    db.executemany("INSERT INTO scores VALUES (?,?,?,?)", src.execute("SELECT * FROM scores ORDER BY rowid"))
+    db.commit()
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM runs WHERE instance_id LIKE '%::qa::%'").fetchone()[0] > 0
+    db.close(), src.close()

@@ -1,5 +1,4 @@
 import asyncio
-import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -9,7 +8,8 @@ import pytest
 from iba import registry
 from iba.run import store as store_module
 from iba.run.store import Store, StoreError
-from iba.types import RunRecord, ScoreRecord, Verdict, item_id
+from iba.types import RunRecord, ScoreRecord, Verdict
+from tests.run.helpers import as_old_store
 
 
 def _rec(key: str, run: str = "r") -> RunRecord:
@@ -95,35 +95,6 @@ def test_sweep_drops_claims_left_by_a_killed_run(tmp_path):
         assert [k for (k,) in a._db.execute("SELECT key FROM claims")] == ["live"]
 
 
-# ------------------------------------------------------------------ a store written before RunRecord.probe
-OLD_SCHEMA = """
-CREATE TABLE runs (key TEXT PRIMARY KEY, run TEXT NOT NULL, dataset TEXT NOT NULL, instance_id TEXT NOT NULL,
-                   agent TEXT NOT NULL, model TEXT NOT NULL, trial INTEGER NOT NULL, status TEXT NOT NULL,
-                   record TEXT NOT NULL);
-CREATE INDEX runs_run ON runs(run);
-CREATE TABLE scores (run_key TEXT NOT NULL, scorer TEXT NOT NULL, repeat INTEGER NOT NULL, record TEXT NOT NULL,
-                     PRIMARY KEY (run_key, scorer, repeat));
-CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL);
-"""
-
-
-def _as_old_store(new: Path, old: Path) -> None:
-    """`new`'s runs and scores, written as the code before the probe field did: a QA probe's id is
-    "<instance>::qa::<probe>" in the column and the record, which has no "probe"; user_version 0."""
-    src, db = sqlite3.connect(new), sqlite3.connect(old)
-    db.executescript(OLD_SCHEMA)
-    for row in src.execute("SELECT key, run, dataset, agent, model, trial, status, record FROM runs ORDER BY rowid"):
-        rec = json.loads(row[-1])
-        rec["instance_id"] = item_id(rec["instance_id"], rec.pop("probe"))
-        db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
-                   (*row[:3], rec["instance_id"], *row[3:7], json.dumps(rec, separators=(",", ":"))))
-    db.executemany("INSERT INTO scores VALUES (?,?,?,?)", src.execute("SELECT * FROM scores ORDER BY rowid"))
-    db.commit()
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 0
-    assert db.execute("SELECT COUNT(*) FROM runs WHERE instance_id LIKE '%::qa::%'").fetchone()[0] > 0
-    db.close(), src.close()
-
-
 def _columns(path: Path) -> list[tuple[str, str]]:
     with closing(sqlite3.connect(path)) as db:
         return db.execute("SELECT key, instance_id FROM runs ORDER BY key").fetchall()
@@ -146,7 +117,7 @@ def test_an_old_store_opens_migrated_and_resumes_without_rerunning(tmp_path):
         assert run(new).ok == 6  # two tasks and a QA probe, two trials
         want_runs, want_scores = list(new.runs()), list(new.scores())
     assert any(r.probe for r in want_runs) and any(s.scorer == "qa" for s in want_scores)
-    _as_old_store(tmp_path / "new.sqlite", tmp_path / "old.sqlite")
+    as_old_store(tmp_path / "new.sqlite", tmp_path / "old.sqlite")
     with Store(tmp_path / "old.sqlite") as old:
         assert list(old.runs()) == want_runs and list(old.scores()) == want_scores  # records read back split
         s = run(old)
@@ -166,7 +137,7 @@ def test_an_old_store_reports_the_same_figures(tmp_path):
     from tests.report.fixed_store import build
 
     ds, path, _ = build(tmp_path / "fixed")
-    _as_old_store(path, tmp_path / "old.sqlite")
+    as_old_store(path, tmp_path / "old.sqlite")
     build_report(path, [ds], tmp_path / "new-report")
     build_report(tmp_path / "old.sqlite", [ds], tmp_path / "old-report")
     files = sorted(p.name for p in (tmp_path / "new-report").iterdir() if p.suffix in (".csv", ".md", ".json"))

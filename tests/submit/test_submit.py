@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from iba.submit import recompute
 from iba.submit.prepare import _modified, prepare
 from iba.submit.schema import Submission, problems
 from tests.report.fixed_store import build
+from tests.run.helpers import as_old_store
 
 
 @pytest.fixture()
@@ -203,3 +205,17 @@ def test_a_sampled_run_names_its_sample(fixed, tmp_path, capsys):
     obj["submission_type"], obj["notes"] = "standard", ""
     rc, err = _validate(tmp_path, obj, capsys)
     assert rc == 2 and "ran a third-party agent or a subset: use 'custom'" in err
+
+
+def test_a_submission_written_before_the_probe_field_still_recomputes(tmp_path):
+    """data/submission_before_probe_field.json: `prepare` on the fixed store by the code before
+    RunRecord.probe. A QA probe was never a submission's (its scores are the report's Fig. 5d), so
+    the format is unchanged: the old file recomputes clean, and an old-format store of the same runs
+    prepares the same entries today."""
+    old = Submission.model_validate_json((Path(__file__).parent / "data" / "submission_before_probe_field.json")
+                                         .read_text(encoding="utf-8"))
+    assert problems(old) == []
+    ds_dir, store, _ = build(tmp_path / "fixed")
+    as_old_store(store, tmp_path / "old.sqlite")
+    sub = prepare(tmp_path / "old.sqlite", ds_dir)
+    assert sub.dataset == old.dataset and sub.entries == old.entries
