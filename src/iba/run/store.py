@@ -69,6 +69,8 @@ _MIGRATIONS = {  # to version N from N - 1
        f"WHERE instr(instance_id, '{LEGACY_QA}') > 0",
 }
 
+_SCORE = "run_key=? AND scorer=? AND repeat=?"  # a score's primary key
+
 # A score record whose judge call failed: ScoreRecord.errored, as pydantic writes it (no spaces; a
 # string value cannot hold it unescaped), so no JSON parsing is needed to find them.
 _ERRORED_SQL = """scores.record LIKE '%"errored":true%'"""
@@ -118,14 +120,15 @@ class Store(JudgeCalibrations):
                              "give --store a new path or an SQLite file written by iba") from None
 
     def _migrate(self) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        version = self._one("PRAGMA user_version")[0]
         if version > VERSION:
+            self._db.close()
             raise StoreError(f"{self.path}: written by a newer iba (store version {version}, this one reads "
                              f"{VERSION} and older); upgrade iba or give --store a new path")
         if version < VERSION:
             with self._db:  # one transaction: the updates and the new version together, or neither
                 self._db.execute("BEGIN IMMEDIATE")
-                for n in range(self._db.execute("PRAGMA user_version").fetchone()[0] + 1, VERSION + 1):
+                for n in range(version + 1, VERSION + 1):  # each idempotent: another process may have run it
                     self._db.execute(_MIGRATIONS[n])
                 self._db.execute(f"PRAGMA user_version = {VERSION}")
 
@@ -140,17 +143,13 @@ class Store(JudgeCalibrations):
 
     # ---------------------------------------------------------------- runs
     def has_run(self, key: str) -> bool:
-        with self._lock:
-            return self._db.execute("SELECT 1 FROM runs WHERE key=?", (key,)).fetchone() is not None
+        return self._one("SELECT 1 FROM runs WHERE key=?", key) is not None
 
     def get_run(self, key: str) -> RunRecord | None:
-        with self._lock:
-            row = self._db.execute("SELECT record FROM runs WHERE key=?", (key,)).fetchone()
-        return RunRecord.model_validate_json(row[0]) if row else None
+        return self._record(RunRecord, "runs", "key=?", key)
 
     def has_any_score(self, run_key: str) -> bool:
-        with self._lock:
-            return self._db.execute("SELECT 1 FROM scores WHERE run_key=? LIMIT 1", (run_key,)).fetchone() is not None
+        return self._one("SELECT 1 FROM scores WHERE run_key=? LIMIT 1", run_key) is not None
 
     def drop_errored(self, keys: list[str]) -> int:
         """Delete the errored records among `keys`, and their scores, so a rerun retries them.
@@ -210,28 +209,20 @@ class Store(JudgeCalibrations):
         return self._records(RunRecord, "runs", "run", run)
 
     def run_names(self) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._db.execute("SELECT DISTINCT run FROM runs ORDER BY run")]
+        return [r[0] for r in self._all("SELECT DISTINCT run FROM runs ORDER BY run")]
 
     # ---------------------------------------------------------------- scores
     def has_score(self, run_key: str, scorer: str, repeat: int = 0) -> bool:
-        with self._lock:
-            q = "SELECT 1 FROM scores WHERE run_key=? AND scorer=? AND repeat=?"
-            return self._db.execute(q, (run_key, scorer, repeat)).fetchone() is not None
+        return self._one(f"SELECT 1 FROM scores WHERE {_SCORE}", run_key, scorer, repeat) is not None
 
     def score_errored(self, run_key: str, scorer: str, repeat: int = 0) -> bool | None:
         """None: no such score; True: stored but errored (a judge call failed: judged again by the
         next run); False: stored and final."""
-        with self._lock:
-            row = self._db.execute(f"SELECT {_ERRORED_SQL} FROM scores WHERE run_key=? AND scorer=? AND repeat=?",
-                                   (run_key, scorer, repeat)).fetchone()
+        row = self._one(f"SELECT {_ERRORED_SQL} FROM scores WHERE {_SCORE}", run_key, scorer, repeat)
         return None if row is None else bool(row[0])
 
     def get_score(self, run_key: str, scorer: str, repeat: int = 0) -> ScoreRecord | None:
-        with self._lock:
-            row = self._db.execute("SELECT record FROM scores WHERE run_key=? AND scorer=? AND repeat=?",
-                                   (run_key, scorer, repeat)).fetchone()
-        return ScoreRecord.model_validate_json(row[0]) if row else None
+        return self._record(ScoreRecord, "scores", _SCORE, run_key, scorer, repeat)
 
     def put_score(self, rec: ScoreRecord, *, replace: bool = False) -> bool:
         """Insert; a stored record for the same (run key, scorer, repeat) is kept (False), unless it
@@ -296,9 +287,7 @@ class Store(JudgeCalibrations):
 
     def get_ingest(self, key: str) -> IngestRecord | None:
         self._create(self._INGESTS_SCHEMA)
-        with self._lock:
-            row = self._db.execute("SELECT record FROM ingests WHERE key=?", (key,)).fetchone()
-        return IngestRecord.model_validate_json(row[0]) if row else None
+        return self._record(IngestRecord, "ingests", "key=?", key)
 
     def ingests(self, run: str | None = None) -> list[IngestRecord]:
         """Stored IngestRecords (of one run name if given), oldest first."""
@@ -316,15 +305,12 @@ class Store(JudgeCalibrations):
     def get_sample(self, dataset: str) -> Sample | None:
         """The sample this store's runs on `dataset` were drawn as (run.sample.bind_sample), if any."""
         self._create(self._SAMPLES_SCHEMA)
-        with self._lock:
-            row = self._db.execute("SELECT record FROM samples WHERE dataset=?", (dataset,)).fetchone()
-        return Sample.model_validate_json(row[0]) if row else None
+        return self._record(Sample, "samples", "dataset=?", dataset)
 
     def samples(self) -> dict[str, Sample]:
         """Dataset id -> its recorded sample."""
         self._create(self._SAMPLES_SCHEMA)
-        with self._lock:
-            rows = self._db.execute("SELECT dataset, record FROM samples ORDER BY dataset").fetchall()
+        rows = self._all("SELECT dataset, record FROM samples ORDER BY dataset")
         return {d: Sample.model_validate_json(text) for d, text in rows}
 
     def put_sample(self, sample: Sample) -> None:
@@ -335,6 +321,4 @@ class Store(JudgeCalibrations):
 
     def instance_ids(self, dataset: str) -> set[str]:
         """The instances (QA probes counted as their task's) this store holds records of on `dataset`."""
-        with self._lock:
-            rows = self._db.execute("SELECT DISTINCT instance_id FROM runs WHERE dataset=?", (dataset,)).fetchall()
-        return {i for (i,) in rows}
+        return {i for (i,) in self._all("SELECT DISTINCT instance_id FROM runs WHERE dataset=?", dataset)}

@@ -1,12 +1,12 @@
-"""What every table of a result store (run/store.py) reads and creates with: the connection and its
-lock (the Store holds them), a table created on first use, and "the records, oldest first"."""
+"""The queries every table of a result store (run/store.py) is read with, on the connection and
+lock the Store holds: one row, all rows, a record by key, the records oldest first."""
 
 from __future__ import annotations
 
 import sqlite3
 import threading
 from collections.abc import Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -21,12 +21,21 @@ class StoreTables:
         with self._lock:
             self._db.executescript(schema)
 
-    def _records(self, model: type[M], table: str, column: str | None = None, value: object = None) -> Iterator[M]:
-        """Every `record` of `table` (those whose `column` is `value` if both are given), oldest first,
-        read at once and parsed one at a time."""
-        sql, args = f"SELECT record FROM {table}", ()
-        if column is not None and value is not None:
-            sql, args = f"{sql} WHERE {column}=?", (value,)
+    def _one(self, sql: str, *args: Any) -> Any:
         with self._lock:
-            rows = self._db.execute(sql + " ORDER BY rowid", args).fetchall()
+            return self._db.execute(sql, args).fetchone()
+
+    def _all(self, sql: str, *args: Any) -> list[Any]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def _record(self, model: type[M], table: str, where: str, *args: Any) -> M | None:
+        row = self._one(f"SELECT record FROM {table} WHERE {where}", *args)
+        return model.model_validate_json(row[0]) if row else None
+
+    def _records(self, model: type[M], table: str, column: str | None = None, value: object = None) -> Iterator[M]:
+        """Every `record` of `table` (those whose `column` is `value` if given), oldest first, read at
+        once and parsed one at a time."""
+        where, args = (f" WHERE {column}=?", (value,)) if column and value is not None else ("", ())
+        rows = self._all(f"SELECT record FROM {table}{where} ORDER BY rowid", *args)
         return (model.model_validate_json(text) for (text,) in rows)
