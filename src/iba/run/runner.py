@@ -169,18 +169,7 @@ async def run_one(
         partial = list(getattr(e, "iba_trace", None) or [])
         usage = _usage_of(None, partial)
     return RunRecord(
-        key=run_key(dataset, task.instance_id, spec, model, trial, task.probe),
-        run=cfg.run,
-        dataset=dataset,
-        instance_id=task.instance_id,
-        probe=task.probe,
-        user_id=task.user_id,
-        domain=task.domain,
-        scenario=task.scenario,
-        agent=spec,
-        model=model,
-        trial=trial,
-        seed=cfg.seed + trial,
+        **_item(spec, task, dataset=dataset, model=model, trial=trial, cfg=cfg),
         status=status,  # type: ignore[arg-type]
         action=action if status != "errored" else None,
         error=error,
@@ -189,22 +178,24 @@ async def run_one(
         latency_s=round(time.perf_counter() - t0, 3),
         prompt_hashes=_prompt_hashes(action),
         started_at=started,
-        iba_version=__version__,
         sandbox=getattr(agent, "sandbox", None),
     )
+
+
+def _item(spec: str, task: TaskView, *, dataset: str, model: str, trial: int, cfg: RunConfig) -> dict[str, Any]:
+    """The fields of a record that name its item (run_one's and errored_record's alike)."""
+    return dict(key=run_key(dataset, task.instance_id, spec, model, trial, task.probe), run=cfg.run, dataset=dataset,
+                instance_id=task.instance_id, probe=task.probe, user_id=task.user_id, domain=task.domain,
+                scenario=task.scenario, agent=spec, model=model, trial=trial, seed=cfg.seed + trial,
+                iba_version=__version__)
 
 
 def errored_record(spec: str, task: TaskView, *, dataset: str, model: str, trial: int, cfg: RunConfig,
                    error: str) -> RunRecord:
     """The record of an item lost to the infrastructure outside the agent (a Ray worker that died
     under it): the same fields as run_one's, errored, so it is unscored and --retry-errored reruns it."""
-    return RunRecord(
-        key=run_key(dataset, task.instance_id, spec, model, trial, task.probe), run=cfg.run, dataset=dataset,
-        instance_id=task.instance_id, probe=task.probe, user_id=task.user_id, domain=task.domain, scenario=task.scenario,
-        agent=spec, model=model, trial=trial, seed=cfg.seed + trial, status="errored", action=None,
-        error=error, usage=Usage(), latency_s=0.0, prompt_hashes={},
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), iba_version=__version__,
-    )
+    return RunRecord(**_item(spec, task, dataset=dataset, model=model, trial=trial, cfg=cfg), status="errored",
+                     error=error, started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
 def instance_pool(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
@@ -327,10 +318,10 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
                     for probe in keys[task.instance_id].qa[: cfg.qa_per_instance]:
                         work.append((spec, qa_task(task, probe), trial))
     summary.planned = len(work)
-    if cfg.retry_errored:
-        summary.retried = store.drop_errored([run_key(did, w[1].instance_id, w[0], model, w[2], w[1].probe) for w in work])
-    store.sweep_claims()  # a killed run's claims must not outlive it
     keys_of = [run_key(did, w[1].instance_id, w[0], model, w[2], w[1].probe) for w in work]
+    if cfg.retry_errored:
+        summary.retried = store.drop_errored(keys_of)
+    store.sweep_claims()  # a killed run's claims must not outlive it
     stored = {k for k in keys_of if store.has_run(k)}
     todo = [WorkItem(*w, key=k) for w, k in zip(work, keys_of) if k not in stored]
     summary.skipped = len(work) - len(todo)

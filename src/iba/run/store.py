@@ -14,10 +14,8 @@ process claims a key before it runs it and drops the claim once the record is st
 process is gone (same host, pid not alive) or that outlived its deadline is taken over, so a killed
 run never blocks its own resume.
 
-The store's version is SQLite's `user_version`; opening a store of an older version brings it up
-to date in one transaction (a second open finds nothing left to do). Version 1: a QA probe's `runs`
-row holds its instance's id; version 0 held "<instance>::qa::<probe>" (its record reads back split,
-types.records.RunRecord).
+Its version is SQLite's `user_version`; an older store is brought up to date on open, in one
+transaction. 1: a QA probe's `runs` row holds its instance's id (0: "<instance>::qa::<probe>").
 """
 
 from __future__ import annotations
@@ -157,13 +155,10 @@ class Store(JudgeCalibrations):
         The one exception to append-only, asked for explicitly (`iba run --retry-errored`): an error
         such as a timeout is a fact about that attempt, not about the agent."""
         with self._lock, self._db:
-            dropped = 0
-            for key in keys:
-                cur = self._db.execute("DELETE FROM runs WHERE key=? AND status='errored'", (key,))
-                if cur.rowcount:
-                    self._db.execute("DELETE FROM scores WHERE run_key=?", (key,))
-                    dropped += 1
-            return dropped
+            drop = "DELETE FROM runs WHERE key=? AND status='errored'"
+            dropped = [k for k in keys if self._db.execute(drop, (k,)).rowcount]
+            self._db.executemany("DELETE FROM scores WHERE run_key=?", [(k,) for k in dropped])
+            return len(dropped)
 
     def put_run(self, rec: RunRecord) -> bool:
         """Insert; returns False (and changes nothing) if the key is already stored."""

@@ -34,8 +34,7 @@ class StoreTables:
         return model.model_validate_json(row[0]) if row else None
 
     def _records(self, model: type[M], table: str, column: str | None = None, value: object = None) -> Iterator[M]:
-        """Every `record` of `table` (those whose `column` is `value` if given), oldest first, read at
-        once and parsed one at a time."""
+        """`table`'s records (those whose `column` is `value` if given), oldest first, parsed lazily."""
         where, args = (f" WHERE {column}=?", (value,)) if column and value is not None else ("", ())
         rows = self._all(f"SELECT record FROM {table}{where} ORDER BY rowid", *args)
         return (model.model_validate_json(text) for (text,) in rows)

@@ -7,9 +7,8 @@ Everything that crosses a module boundary or touches disk is one of these models
 `extra="forbid"`, so a misspelt field is an error rather than silently dropped.
 """
 
-from iba.types.common import (
-    LEGACY_QA, SIGNAL_TYPES, ActionType, ParamType, Role, SignalType, Strict, item_id, split_item_id, stable_hash,
-)
+from iba.types.common import SIGNAL_TYPES, ActionType, ParamType, Role, SignalType, Strict, stable_hash
+from iba.types.common import LEGACY_QA, item_id, split_item_id
 from iba.types.taxonomy import (
     ApiParam, ApiTemplate, Dimension, Domain, PreferenceValue, Scenario, StateConstraint, Taxonomy,
     TransientState, VerifierRef,

@@ -34,8 +34,8 @@ def item_id(instance_id: str, probe: str | None) -> str:
 
 def split_item_id(item_id: str) -> tuple[str, str | None]:
     """'inst::qa::probe' -> ('inst', 'probe'); an instance id -> (id, None)."""
-    base, sep, probe = item_id.partition(LEGACY_QA)
-    return base, (probe if sep else None)
+    base, _, probe = item_id.partition(LEGACY_QA)
+    return base, probe or None
 
 
 def stable_hash(obj: Any, n: int = 16) -> str:

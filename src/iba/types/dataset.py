@@ -66,12 +66,9 @@ class TaskView(Strict):
     probe: str | None = None  # a QA probe's id (iba run --qa): the query is its question, not the task
 
     @model_serializer(mode="wrap")
-    def _no_null_probe(self, handler: Any) -> Any:
-        """A task's JSON has no "probe" key: instances.jsonl and the agents' request stay as they were."""
+    def _no_null_probe(self, handler: Any) -> Any:  # no "probe" key in a task's JSON: files, requests as before
         out = handler(self)
-        if self.probe is None and isinstance(out, dict):
-            out.pop("probe", None)
-        return out
+        return {k: v for k, v in out.items() if k != "probe"} if self.probe is None and isinstance(out, dict) else out
 
 
 class EvidenceLabel(Strict):

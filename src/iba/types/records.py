@@ -47,8 +47,8 @@ class RunRecord(Strict):
     def _split_old_qa_id(cls, data: Any) -> Any:
         """A record written before `probe` was a field holds it in its id (types.common.LEGACY_QA)."""
         if isinstance(data, dict) and LEGACY_QA in str(data.get("instance_id")) and data.get("probe") is None:
-            data = {**data}
-            data["instance_id"], data["probe"] = split_item_id(data["instance_id"])
+            instance_id, probe = split_item_id(data["instance_id"])
+            return {**data, "instance_id": instance_id, "probe": probe}
         return data
 
 
