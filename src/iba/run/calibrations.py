@@ -26,13 +26,8 @@ class JudgeCalibrations(StoreTables):
     def put_judge_check(self, result: JudgeCheckResult) -> bool:
         """Insert a JudgeCheckResult; False (nothing changed) when the same judge, case set and prompt is stored."""
         self._create(self._JUDGE_CHECKS_SCHEMA)
-        with self._lock, self._db:
-            cur = self._db.execute(
-                "INSERT OR IGNORE INTO judge_checks VALUES (?,?,?,?,?)",
-                (result.judge, result.case_set_hash, result.prompt_hash, result.created_at,
-                 redact_stored(result.model_dump_json())),
-            )
-            return cur.rowcount == 1
+        return self._write("INSERT OR IGNORE INTO judge_checks VALUES (?,?,?,?,?)", result.judge, result.case_set_hash,
+                           result.prompt_hash, result.created_at, redact_stored(result.model_dump_json())) == 1
 
     def judge_checks(self, judge: str | None = None) -> list[JudgeCheckResult]:
         """Stored JudgeCheckResults (of one judge model id if given), oldest first."""

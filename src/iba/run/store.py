@@ -162,13 +162,9 @@ class Store(JudgeCalibrations):
 
     def put_run(self, rec: RunRecord) -> bool:
         """Insert; returns False (and changes nothing) if the key is already stored."""
-        with self._lock, self._db:
-            cur = self._db.execute(
-                "INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
-                (rec.key, rec.run, rec.dataset, rec.instance_id, redact_stored(rec.agent), rec.model, rec.trial,
-                 rec.status, redact_stored(rec.model_dump_json())),
-            )
-            return cur.rowcount == 1
+        return self._write("INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?,?,?)", rec.key, rec.run, rec.dataset,
+                           rec.instance_id, redact_stored(rec.agent), rec.model, rec.trial, rec.status,
+                           redact_stored(rec.model_dump_json())) == 1
 
     # ---------------------------------------------------------------- claims (several processes)
     def claim(self, key: str, ttl_s: float) -> bool:
@@ -197,8 +193,7 @@ class Store(JudgeCalibrations):
             return len(stale)
 
     def release(self, key: str) -> None:
-        with self._lock, self._db:
-            self._db.execute("DELETE FROM claims WHERE key=? AND owner=?", (key, self.owner))
+        self._write("DELETE FROM claims WHERE key=? AND owner=?", key, self.owner)
 
     def runs(self, run: str | None = None) -> Iterator[RunRecord]:
         return self._records(RunRecord, "runs", "run", run)
@@ -224,15 +219,11 @@ class Store(JudgeCalibrations):
         is errored (a judge fault is judged again, the second exception to append-only) or
         `replace` (`iba score --rescore`: judged again on purpose)."""
         row = (rec.run_key, rec.scorer, rec.repeat, redact_stored(rec.model_dump_json()))
-        with self._lock, self._db:
-            if replace:
-                self._db.execute("INSERT OR REPLACE INTO scores VALUES (?,?,?,?)", row)
-                return True
-            # one statement: a concurrent process's final verdict is never overwritten by ours
-            cur = self._db.execute(
-                "INSERT INTO scores VALUES (?,?,?,?) ON CONFLICT(run_key, scorer, repeat) DO UPDATE "
-                f"SET record=excluded.record WHERE {_ERRORED_SQL}", row)
-            return cur.rowcount == 1
+        if replace:
+            return self._write("INSERT OR REPLACE INTO scores VALUES (?,?,?,?)", *row) == 1
+        # one statement: a concurrent process's final verdict is never overwritten by ours
+        return self._write("INSERT INTO scores VALUES (?,?,?,?) ON CONFLICT(run_key, scorer, repeat) DO UPDATE "
+                           f"SET record=excluded.record WHERE {_ERRORED_SQL}", *row) == 1
 
     def count_errored(self, keys: list[str]) -> tuple[int, int]:
         """(errored run records, errored score records) among the runs of `keys`: what a run of
@@ -311,8 +302,7 @@ class Store(JudgeCalibrations):
     def put_sample(self, sample: Sample) -> None:
         """Record (or replace: bind_sample decides when that is allowed) the sample of its dataset."""
         self._create(self._SAMPLES_SCHEMA)
-        with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO samples VALUES (?,?)", (sample.dataset, sample.model_dump_json()))
+        self._write("INSERT OR REPLACE INTO samples VALUES (?,?)", sample.dataset, sample.model_dump_json())
 
     def instance_ids(self, dataset: str) -> set[str]:
         """The instances (QA probes counted as their task's) this store holds records of on `dataset`."""

@@ -29,6 +29,11 @@ class StoreTables:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
+    def _write(self, sql: str, *args: Any) -> int:
+        """One statement in its own transaction; returns the number of rows it changed."""
+        with self._lock, self._db:
+            return self._db.execute(sql, args).rowcount
+
     def _record(self, model: type[M], table: str, where: str, *args: Any) -> M | None:
         row = self._one(f"SELECT record FROM {table} WHERE {where}", *args)
         return model.model_validate_json(row[0]) if row else None
