@@ -152,3 +152,25 @@ def test_a_store_of_a_newer_version_is_refused(tmp_path):
         db.execute(f"PRAGMA user_version = {store_module.VERSION + 1}")
     with pytest.raises(StoreError, match="written by a newer iba"):
         Store(tmp_path / "s.sqlite")
+
+
+def test_a_failed_migration_changes_nothing(tmp_path, monkeypatch):
+    """The updates and the version are one transaction: a migration that fails leaves the old store
+    as it was (its ids, version 0), and the next open migrates it."""
+    from tests.report.fixed_store import build
+
+    _, path, _ = build(tmp_path / "fixed")
+    as_old_store(path, tmp_path / "old.sqlite")
+    before = _columns(tmp_path / "old.sqlite")
+    monkeypatch.setattr(store_module, "_MIGRATIONS", {1: "UPDATE runs SET instance_id = 'x'",
+                                                      2: "UPDATE no_such_table SET x = 1"})
+    monkeypatch.setattr(store_module, "VERSION", 2)
+    with pytest.raises(StoreError, match="no such table"):
+        Store(tmp_path / "old.sqlite")
+    with closing(sqlite3.connect(tmp_path / "old.sqlite")) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 0
+    assert _columns(tmp_path / "old.sqlite") == before
+    monkeypatch.undo()
+    with Store(tmp_path / "old.sqlite") as s:
+        assert any(r.probe for r in s.runs()) and all("::qa::" not in r.instance_id for r in s.runs())
+    assert _columns(tmp_path / "old.sqlite") == _columns(path)
