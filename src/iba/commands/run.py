@@ -161,7 +161,7 @@ def main(args: argparse.Namespace) -> int:
     from iba.hf import HFError
     from iba.hf.load import dataset_dir
     from iba.agents.references import reference_of
-    from iba.run.runner import RunConfig, make_agent, run_dataset, select_instances
+    from iba.run.runner import make_agent, run_dataset
     from iba.run.sample import SampleError
     from iba.run.store import Store
 
@@ -213,16 +213,8 @@ def main(args: argparse.Namespace) -> int:
         except ValueError as e:
             print(f"error: argument --agent: {e}", file=sys.stderr)
             return 2
-    cfg = RunConfig(
-        agents=args.agents or ["rag"], run=args.run, trials=args.trials, seed=args.seed,
-        concurrency=args.concurrency, limit=args.limit, domains=args.domains, scenarios=args.scenarios,
-        users=args.users,
-        qa=args.qa, qa_per_instance=args.qa_per_instance, score=not args.no_score,
-        judge_repeats=args.judge_repeats, timeout_s=args.timeout, retry_errored=args.retry_errored,
-        cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
-        sample=args.sample, sample_seed=args.sample_seed,
-    )
-    selected = select_instances(ds, cfg)
+    cfg = run_config(args, judged=bool(judges))
+    selected = cfg.task(ds).instances()
     if not selected:
         where = f"{args.dataset / 'instances.jsonl'} has no instances" if not ds.instances else \
             "no instance matches --domain, --scenario and --user together"
@@ -288,6 +280,24 @@ def main(args: argparse.Namespace) -> int:
     print(f"store: {args.store}  ->  iba report {args.store} --dataset {args.dataset}{key_arg} --out report/")
     print_overall(args, ds, cfg, selected, backend.model_id, judges)
     return status
+
+
+def run_config(args: argparse.Namespace, *, judged: bool = True):
+    """The RunConfig of `iba run`'s arguments; its Task (RunConfig.task) is the one the inspect task
+    builds from the same arguments."""
+    from iba.run.runner import RunConfig
+    from iba.run.task import task_scorers
+
+    return RunConfig(
+        agents=args.agents or ["rag"], run=args.run, trials=args.trials, seed=args.seed,
+        concurrency=args.concurrency, limit=args.limit, domains=args.domains, scenarios=args.scenarios,
+        users=args.users,
+        qa=args.qa, qa_per_instance=args.qa_per_instance, score=not args.no_score,
+        judge_repeats=args.judge_repeats, timeout_s=args.timeout, retry_errored=args.retry_errored,
+        cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
+        sample=args.sample, sample_seed=args.sample_seed,
+        scorers=task_scorers(judged=judged),
+    )
 
 
 def print_overall(args: argparse.Namespace, ds, cfg, selected: list, model: str, judges: list) -> None:
