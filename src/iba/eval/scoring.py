@@ -21,8 +21,8 @@ every scorer that applies, each verdict False and the record's `failure` naming 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from iba import registry
@@ -53,21 +53,6 @@ def record_kind(record: RunRecord, key: AnswerKey, api_template: ApiTemplate | N
     return "generate"
 
 
-def _failed(run_key: str, scorer: str, repeat: int, targets: list[tuple[str, str]], judge: str, why: str,
-            failure: str = "agent_failed") -> ScoreRecord:
-    verdicts = [Verdict(target=t, kind=k, judge=judge, repeat=repeat, passed=False, rationale=why)  # type: ignore[arg-type]
-                for t, k in targets]
-    return ScoreRecord(run_key=run_key, scorer=scorer, repeat=repeat, verdicts=verdicts,
-                       score=0.0 if verdicts else None, failure=failure,
-                       invalid_action=failure == "invalid_action")
-
-
-def _unscored(run_key: str, scorer: str, repeat: int, targets: list[tuple[str, str]], judge: str, why: str) -> ScoreRecord:
-    verdicts = [Verdict(target=t, kind=k, judge=judge, repeat=repeat, passed=None, rationale=why)  # type: ignore[arg-type]
-                for t, k in targets]
-    return ScoreRecord(run_key=run_key, scorer=scorer, repeat=repeat, verdicts=verdicts, score=None)
-
-
 DEFAULT_SCORERS: tuple[str, ...] = ("qa", "slots", "verifiers", "judge")  # registry "scorers": every one
 
 
@@ -78,23 +63,42 @@ class Scoring:
 
     record: RunRecord
     key: AnswerKey
-    kind: str  # record_kind
     judges: Sequence[Backend]
     api_template: ApiTemplate | None
     panel: PanelConfig
     semaphore: asyncio.Semaphore
-    done: Callable[..., bool]  # (scorer, repeat=0) -> stored and final
-    previous: Callable[[str, int], ScoreRecord | None]
-    keep: Callable[[ScoreRecord], None]
+    store: ScoreStore | None
+    rescore: bool
+    kind: str = ""  # record_kind
     failed: bool = False  # the agent's own failure: 0 under every scorer that applies
     errored: bool = False  # an infrastructure fault: unscored
     why: str = ""
     failure: str = "agent_failed"
+    out: list[ScoreRecord] = field(default_factory=list)
+
+    def done(self, scorer: str, repeat: int = 0) -> bool:
+        """Stored and final (not errored): skipped."""
+        return self.store is not None and not self.rescore and self.store.score_errored(self.record.key, scorer, repeat) is False
+
+    def previous(self, scorer: str, repeat: int) -> ScoreRecord | None:
+        """A stored pass with errored verdicts: its good verdicts are kept, the rest judged again."""
+        if self.store is None or self.rescore or not self.store.score_errored(self.record.key, scorer, repeat):
+            return None
+        return self.store.get_score(self.record.key, scorer, repeat)
+
+    def keep(self, rec: ScoreRecord) -> None:
+        self.out.append(rec)
+        if self.store is not None:
+            self.store.put_score(rec, replace=self.rescore)
 
     def give_up(self, scorer: str, repeat: int, targets: list[tuple[str, str]], judge: str) -> ScoreRecord:
-        if self.failed:
-            return _failed(self.record.key, scorer, repeat, targets, judge, self.why, self.failure)
-        return _unscored(self.record.key, scorer, repeat, targets, judge, self.why)
+        """A failed run's 0 (every verdict False), or an errored run's unscored record."""
+        passed = False if self.failed else None
+        verdicts = [Verdict(target=t, kind=k, judge=judge, repeat=repeat, passed=passed, rationale=self.why)  # type: ignore[arg-type]
+                    for t, k in targets]
+        failure = {"failure": self.failure, "invalid_action": self.failure == "invalid_action"} if self.failed else {}
+        return ScoreRecord(run_key=self.record.key, scorer=scorer, repeat=repeat, verdicts=verdicts,
+                           score=0.0 if self.failed and verdicts else None, **failure)
 
 
 async def score_record(
@@ -124,33 +128,14 @@ async def score_record(
     cfg = panel or PanelConfig()
     cfg = PanelConfig(repeats=judge_repeats, seed=cfg.seed, temperature=cfg.temperature,
                       max_tokens=cfg.max_tokens, batch=cfg.batch)
-    rk = record.key
-    out: list[ScoreRecord] = []
-
-    def done(scorer: str, repeat: int = 0) -> bool:
-        return store is not None and not rescore and store.score_errored(rk, scorer, repeat) is False
-
-    def previous(scorer: str, repeat: int) -> ScoreRecord | None:
-        """A stored pass with errored verdicts: its good verdicts are kept, the rest judged again."""
-        if store is None or rescore or not store.score_errored(rk, scorer, repeat):
-            return None
-        return store.get_score(rk, scorer, repeat)
-
-    def keep(rec: ScoreRecord) -> None:
-        out.append(rec)
-        if store is not None:
-            store.put_score(rec, replace=rescore)
-
-    s = Scoring(record, key, record_kind(record, key, api_template), judges, api_template, cfg,
-                semaphore or asyncio.Semaphore(max(1, concurrency)), done, previous, keep)
+    s = Scoring(record, key, judges, api_template, cfg, semaphore or asyncio.Semaphore(max(1, concurrency)), store,
+                rescore, kind=record_kind(record, key, api_template))
     s.failed = record.status == "failed" or (record.status == "ok" and record.action is None)
     s.errored = record.status == "errored"
     first = (record.error or "no action").splitlines()[0][:300]
-    if s.failed:
-        s.why = f"agent failed: {first}"
-        s.failure = "invalid_action" if first.startswith("invalid action") or record.action is not None else "agent_failed"
-    else:
-        s.why = f"run errored: {first}"
+    s.why = f"agent failed: {first}" if s.failed else f"run errored: {first}"
+    if s.failed and (first.startswith("invalid action") or record.action is not None):
+        s.failure = "invalid_action"
     action = record.action
     if s.kind == "generate" and not (s.failed or s.errored) and (
             action is None or action.kind != "generate" or action.text is None):
@@ -158,7 +143,7 @@ async def score_record(
         s.why = f"agent failed: invalid action: a {action.kind if action else 'missing'} action on a generate task"
     for name in scorers:
         await registry.resolve("scorers", name)(s)
-    return out
+    return s.out
 
 
 async def qa_scorer(s: Scoring) -> None:
