@@ -8,18 +8,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from iba.argtypes import positive_float, positive_int  # noqa: F401 - also imported from here by other commands
-
-
-# the model, endpoint and cache options of every command that calls a model, and the judge
-# default: commands/model_options.py (imported from here too by earlier code)
-from iba.commands.model_options import (  # noqa: E402, F401
-    JUDGES_DEFAULT,
-    JUDGES_HELP,
-    add_backend_arguments,
-    backend_from_args,
-    backend_options,
-)
+from iba.argtypes import positive_float, positive_int
+from iba.commands.model_options import (JUDGES_DEFAULT, JUDGES_HELP, add_backend_arguments, backend_from_args,
+                                        backend_options)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -152,41 +152,30 @@ async def _scored(keys: Any, state: TaskState, action: str, scorer: str, judges:
 METRICS = [grouped(mean(), "domain", all="samples"), stderr()]
 
 
-@scorer(metrics=METRICS)
-def iba_slots(dataset: str, cache_dir: str = ".iba-cache", answer_key: str | None = None):
-    """CallAPI tasks: the share of personalization slots whose value the user's preference accepts."""
-    keys = _keys(dataset, cache_dir, answer_key)
+def _scorer(name: str, action: str, doc: str):  # type: ignore[no-untyped-def]
+    """The inspect scorer `iba_<name>`: registered scorer `name` on the samples of `action` tasks."""
 
-    async def score(state: TaskState, target: Target) -> Score | None:
-        return await _scored(keys, state, "call_api", "slots", [])
+    def make(dataset: str, cache_dir: str = ".iba-cache", answer_key: str | None = None, json_mode: str = "schema",
+             context_window: int = 8192):  # type: ignore[no-untyped-def]
+        keys = _keys(dataset, cache_dir, answer_key)
 
-    return score
+        async def score(state: TaskState, target: Target) -> Score | None:
+            judges = [InspectBackend(get_model(role="grader", default=get_model()), json_mode=json_mode,
+                                     context_window=context_window)] if name == "judge" else []
+            return await _scored(keys, state, action, name, judges)
 
+        return score
 
-@scorer(metrics=METRICS)
-def iba_verifiers(dataset: str, cache_dir: str = ".iba-cache", answer_key: str | None = None):
-    """Generate tasks with checkable checkpoints: the share the deterministic verifiers pass."""
-    keys = _keys(dataset, cache_dir, answer_key)
-
-    async def score(state: TaskState, target: Target) -> Score | None:
-        return await _scored(keys, state, "generate", "verifiers", [])
-
-    return score
+    make.__name__, make.__doc__ = f"iba_{name}", doc
+    return scorer(metrics=METRICS, name=f"iba_{name}")(make)
 
 
-@scorer(metrics=METRICS)
-def iba_judge(dataset: str, cache_dir: str = ".iba-cache", answer_key: str | None = None, json_mode: str = "schema",
-              context_window: int = 8192):
-    """Generate tasks: the share of checkpoints the judge (model role `grader`, else the eval's
-    model) finds met, one call per checkpoint (the paper's protocol)."""
-    keys = _keys(dataset, cache_dir, answer_key)
-
-    async def score(state: TaskState, target: Target) -> Score | None:
-        judge = InspectBackend(get_model(role="grader", default=get_model()), json_mode=json_mode,
-                               context_window=context_window)
-        return await _scored(keys, state, "generate", "judge", [judge])
-
-    return score
+iba_slots = _scorer("slots", "call_api", "CallAPI tasks: the share of personalization slots whose value the user's "
+                    "preference accepts.")
+iba_verifiers = _scorer("verifiers", "generate", "Generate tasks with checkable checkpoints: the share the "
+                        "deterministic verifiers pass.")
+iba_judge = _scorer("judge", "generate", "Generate tasks: the share of checkpoints the judge (model role `grader`, "
+                    "else the eval's model) finds met, one call per checkpoint (the paper's protocol).")
 
 
 @task
@@ -240,15 +229,14 @@ def iba_bench(
                          "solver cannot do; run it with `iba run` (docs/memory_systems.md)")
     bench = bench_task(dataset, agent, limit=limit, domains=domains, scenarios=scenarios, judges=judges,
                        answer_key=answer_key, cache_dir=cache_dir)
-    where = dict(cache_dir=cache_dir, answer_key=answer_key)
+    where = dict(cache_dir=cache_dir, answer_key=answer_key, json_mode=json_mode, context_window=context_window)
     # the Task's scorers as inspect scorers ("qa": no sample is a QA probe here)
-    inspect_scorers = {"slots": lambda: iba_slots(dataset, **where), "verifiers": lambda: iba_verifiers(dataset, **where),
-                       "judge": lambda: iba_judge(dataset, **where, json_mode=json_mode, context_window=context_window)}
+    inspect_scorers = {"slots": iba_slots, "verifiers": iba_verifiers, "judge": iba_judge}
     return InspectTask(
         dataset=MemoryDataset(samples(bench), name=ds.name),
         solver=iba_agent(dataset, agent, answer_key=answer_key, embedder=embedder, cache_dir=cache_dir, seed=seed,
                          timeout=timeout, json_mode=json_mode, context_window=context_window),
-        scorer=[inspect_scorers[n]() for n in bench.scorers if n in inspect_scorers],
+        scorer=[inspect_scorers[n](dataset, **where) for n in bench.scorers if n in inspect_scorers],
         metadata={"iba_dataset": dataset_id(ds), "agent": agent, "generator": ds.manifest.generator,
                   "seed": ds.manifest.seed},
     )

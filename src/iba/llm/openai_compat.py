@@ -109,19 +109,11 @@ def not_json(e: json.JSONDecodeError) -> BadResponse:
 
 
 class OpenAICompatBackend(Backend):
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | Sequence[str] | None = None,
-        api_key: str | None = None,
-        cache: ResponseCache | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 3,
-        context_window: int = 8192,
-        max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
-        max_in_flight: int | None = None,
-    ) -> None:
+    def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, api_key: str | None = None,
+                 cache: ResponseCache | None = None, timeout: float = 120.0, max_retries: int = 3,
+                 context_window: int = 8192,
+                 max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
+                 max_in_flight: int | None = None) -> None:
         if not model:
             raise ValueError("openai:<model> needs a model name, e.g. openai:gpt-4o-mini")
         self.model_id = f"openai:{model}"
@@ -154,34 +146,15 @@ class OpenAICompatBackend(Backend):
         return self._pool
 
     @classmethod
-    def from_spec(
-        cls,
-        rest: str,
-        *,
-        base_url: str | Sequence[str] | None = None,
-        cache_dir: str | Path | None = None,
-        use_cache: bool = True,
-        timeout: float = 120.0,
-        max_retries: int = 3,
-        n_ctx: int | None = None,
-        max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
-        max_in_flight: int | None = None,
-        sends: bool = True,
-        **_: Any,
-    ) -> OpenAICompatBackend:
-        cache = open_cache(cache_root(cache_dir)) if use_cache else None
-        return cls(
-            rest,
-            base_url=base_url,
-            # a backend that sends nothing (iba run --batch) needs no key: `iba batch submit` asks for it
-            api_key=None if sends else PLACEHOLDER_KEY,
-            cache=cache,
-            timeout=timeout,
-            max_retries=max_retries,
-            context_window=n_ctx or 8192,
-            max_in_flight_per_endpoint=max_in_flight_per_endpoint,
-            max_in_flight=max_in_flight,
-        )
+    def from_spec(cls, rest: str, *, base_url: str | Sequence[str] | None = None, cache_dir: str | Path | None = None,
+                  use_cache: bool = True, timeout: float = 120.0, max_retries: int = 3, n_ctx: int | None = None,
+                  max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
+                  max_in_flight: int | None = None, sends: bool = True, **_: Any) -> OpenAICompatBackend:
+        # a backend that sends nothing (iba run --batch) needs no key: `iba batch submit` asks for it
+        return cls(rest, base_url=base_url, api_key=None if sends else PLACEHOLDER_KEY,
+                   cache=open_cache(cache_root(cache_dir)) if use_cache else None, timeout=timeout,
+                   max_retries=max_retries, context_window=n_ctx or 8192,
+                   max_in_flight_per_endpoint=max_in_flight_per_endpoint, max_in_flight=max_in_flight)
 
     @property
     def json_mode(self) -> str:

@@ -117,21 +117,12 @@ class OpenAIEmbedder(Embedder):
 
     max_seq_len = 256  # the chunk windows' size; the server truncates to its own model's limit
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | Sequence[str] | None = None,
-        api_key: str | None = None,
-        batch: int | str = DEFAULT_BATCH,
-        max_batch_tokens: int | str = DEFAULT_MAX_BATCH_TOKENS,
-        dimensions: int | str | None = None,
-        timeout: float | str = DEFAULT_TIMEOUT_S,
-        max_retries: int | str = DEFAULT_MAX_RETRIES,
-        max_in_flight_per_endpoint: int | str | None = DEFAULT_IN_FLIGHT_PER_ENDPOINT,
-        max_in_flight: int | str | None = None,
-        retry_policy: RetryPolicy | None = None,
-    ) -> None:
+    def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, api_key: str | None = None,
+                 batch: int | str = DEFAULT_BATCH, max_batch_tokens: int | str = DEFAULT_MAX_BATCH_TOKENS,
+                 dimensions: int | str | None = None, timeout: float | str = DEFAULT_TIMEOUT_S,
+                 max_retries: int | str = DEFAULT_MAX_RETRIES,
+                 max_in_flight_per_endpoint: int | str | None = DEFAULT_IN_FLIGHT_PER_ENDPOINT,
+                 max_in_flight: int | str | None = None, retry_policy: RetryPolicy | None = None) -> None:
         super().__init__()
         if not model:
             raise EmbeddingConfigError("openai:<model> needs a model name, e.g. --embedder openai:text-embedding-3-small")
