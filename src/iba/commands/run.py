@@ -108,15 +108,6 @@ def judge_backends(spec: str, run_backend, args, *, sends: bool = True) -> list:
             else backend_from_args(name, args, judge=True, **extra) for name in names]
 
 
-def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None,
-                    users: list[str] | None = None) -> str | None:
-    """Why --domain/--scenario/--user select nothing that exists (a typo would otherwise run 0 instances)."""
-    from iba.run.selection import Selection
-
-    problem = Selection(domains=domains, scenarios=scenarios, users=users).problem(ds, ("--domain", "--scenario", "--user"))
-    return f"argument {problem}" if problem else None
-
-
 def check_embedder(args: argparse.Namespace) -> str | None:
     """An unknown --embedder, or an openai: one that cannot be set up, would fail inside every retrieving
     agent's act; said here instead. Sets args.embedder to the spec with its server settings."""
@@ -154,6 +145,7 @@ def main(args: argparse.Namespace) -> int:
     from iba.agents.references import reference_of
     from iba.run.runner import make_agent, run_dataset
     from iba.run.sample import SampleError
+    from iba.run.selection import Selection
     from iba.run.store import Store
 
     if args.answer_key is not None and not args.answer_key.is_file():
@@ -167,7 +159,10 @@ def main(args: argparse.Namespace) -> int:
     except (DatasetError, HFError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    problem = check_selection(ds, args.domains, args.scenarios, args.users) or check_embedder(args) or check_executor(args)
+    # an unknown --domain/--scenario/--user (a typo) would otherwise run 0 instances
+    typo = Selection(domains=args.domains, scenarios=args.scenarios, users=args.users).problem(
+        ds, ("--domain", "--scenario", "--user"))
+    problem = (f"argument {typo}" if typo else None) or check_embedder(args) or check_executor(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

@@ -287,12 +287,6 @@ class Store(JudgeCalibrations):
                               rec.trial, rec.status, redact_stored(rec.model_dump_json())))
         return rec
 
-    def get_ingest(self, key: str) -> IngestRecord | None:
-        self._ensure_ingests()
-        with self._lock:
-            row = self._db.execute("SELECT record FROM ingests WHERE key=?", (key,)).fetchone()
-        return IngestRecord.model_validate_json(row[0]) if row else None
-
     def ingests(self, run: str | None = None) -> list[IngestRecord]:
         """Stored IngestRecords (of one run name if given), oldest first."""
         self._ensure_ingests()
