@@ -9,7 +9,8 @@
   infrastructure fault (the model's calls failed after inspect's retries, the action's timeout)
   raises, so inspect marks the sample errored and `--retry-on-error` / `inspect eval-retry` run it
   again; an agent's own failure is a 0 with its reason, as in `iba run`.
-- scorers: `iba_slots` (CallAPI slot matching), `iba_verifiers` (deterministic checks) and
+- scorers: one per registered scorer of the Task (run/task.py, the one `iba run` builds from the same
+  arguments): `iba_slots` (CallAPI slot matching), `iba_verifiers` (deterministic checks) and
   `iba_judge` (checkpoint judging by the `grader` model role, else the eval's model), each a mean
   with its standard error over all samples plus the mean per domain (Table 4's columns). A judge
   reply that cannot be parsed leaves the sample unscored (NaN: left out of the means).
