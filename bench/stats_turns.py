@@ -12,31 +12,22 @@ machine was busy.
 from __future__ import annotations
 
 import argparse
-import json
+import re
 import statistics
 import time
 from pathlib import Path
 
+from iba.construct import stats
 from iba.construct.stats import _turn_fields
 
 
 def json_fields(path: Path) -> tuple[list[str], list[int], list[str], list[str], list[int]]:
-    sids: list[str] = []
-    where: list[int] = []
-    ids: list[str] = []
-    stamps: list[str] = []
-    lengths: list[int] = []
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                t = json.loads(line)
-                sids.append(t["session_id"])
-                if t["role"] == "user":
-                    where.append(len(sids) - 1)
-                    ids.append(t["id"])
-                    stamps.append(t["timestamp"])
-                    lengths.append(len(t["text"]))
-    return sids, where, ids, stamps, lengths
+    """_turn_fields with its fast path off: every line through its json.loads branch."""
+    head, stats._TURN_HEAD = stats._TURN_HEAD, re.compile(r"(?!)")  # a pattern that never matches
+    try:
+        return _turn_fields(path)
+    finally:
+        stats._TURN_HEAD = head
 
 
 def main() -> None:
