@@ -8,7 +8,7 @@ import pytest
 from iba import cli
 from iba.cli import main
 from iba.dataset import DatasetError
-from iba.commands.run import positive_float, positive_int
+from iba.argtypes import positive_float, positive_int
 
 
 def test_run_help_shows_default_model():

@@ -37,6 +37,13 @@ _REGISTRY: dict[str, dict[str, str]] = {
         # `openai:<model>`: any OpenAI-compatible /v1/embeddings server (the factory takes the model)
         "openai": "iba.retrieval.openai_embedder:OpenAIEmbedder",
     },
+    # scorers of a stored record (eval/scoring.py): each an async (Scoring) -> None
+    "scorers": {
+        "qa": "iba.eval.scoring:qa_scorer",
+        "slots": "iba.eval.scoring:slots_scorer",
+        "verifiers": "iba.eval.scoring:verifiers_scorer",
+        "judge": "iba.eval.scoring:judges_scorer",
+    },
     "importers": {
         "prefeval": "iba.adapters.prefeval:import_prefeval",
     },

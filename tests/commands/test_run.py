@@ -177,7 +177,8 @@ def test_the_context_window_reaches_the_backend():
     """--context-window: what direct (the full-context row) fills; a server model has no other way to say it."""
     import argparse
 
-    from iba.commands.run import add_arguments, backend_from_args
+    from iba.commands.model_options import backend_from_args
+    from iba.commands.run import add_arguments
 
     p = argparse.ArgumentParser()
     add_arguments(p)

@@ -78,7 +78,7 @@ def test_is_installed_reads_the_real_packages():
 def _scripted_judges(monkeypatch, state: dict):
     """`iba score --judges J` gets a scripted judge: down (every call an LLMError) while
     state["down"], else passing every checkpoint with state["passed"]."""
-    import iba.commands.run as run_cmd
+    import iba.commands.model_options as run_cmd
     from iba.llm.base import LLMError
     from tests.fakes import ScriptedBackend
 

@@ -86,6 +86,7 @@ def test_history_fields_fast_path_agrees_with_json(small_dir, tmp_path):
     src = sorted((small_dir / "histories").glob("*.jsonl"))[0]
     lines = [json.loads(x) for x in src.read_text(encoding="utf-8").splitlines()][:60]
     lines[3]["text"] = 'quote " and backslash \\ and é'
+    lines[5]["text"] = 'a text that looks like fields: ","role":"assistant","text":"x'
     other = tmp_path / "h.jsonl"  # another key order and an escaped text: the JSON path
     other.write_text("".join(json.dumps(dict(reversed(list(t.items())))) + "\n" for t in lines), encoding="utf-8")
     same = tmp_path / "g.jsonl"
@@ -93,3 +94,11 @@ def test_history_fields_fast_path_agrees_with_json(small_dir, tmp_path):
     assert _turn_fields(other) == _turn_fields(same)
     users = [t for t in lines if t["role"] == "user"]
     assert _turn_fields(same)[4] == [len(t["text"]) for t in users]
+    # a field after the text, a first key other than id: read as JSON, not cut at a '","'
+    more = tmp_path / "m.jsonl"
+    more.write_text("".join(json.dumps({**t, "lang": "en"}, separators=(",", ":"), ensure_ascii=False) + "\n"
+                            for t in lines), encoding="utf-8")
+    first = tmp_path / "f.jsonl"
+    first.write_text("".join(json.dumps({"n": i, **t}, separators=(",", ":")) + "\n" for i, t in enumerate(lines)),
+                     encoding="utf-8")
+    assert _turn_fields(more) == _turn_fields(first) == _turn_fields(same)

@@ -104,7 +104,7 @@ def test_cases_from_a_dataset(tmp_path):
 
 def test_cli_json_with_a_scripted_judge(tmp_path, monkeypatch, capsys):
     from iba import cli
-    import iba.commands.run as run_cmd
+    import iba.commands.model_options as run_cmd
 
     monkeypatch.setattr(run_cmd, "backend_from_args", lambda model, args, judge=False: ScriptedBackend(_always_pass, model_id=model))
     rc = cli.main(["judge-check", "scripted:x", "--n", "6", "--json", "--store", str(tmp_path / "s.sqlite")])
@@ -141,7 +141,7 @@ async def test_real_1p5b_judge_fails_known_violations(coder_1p5b_backend):
 ])
 def test_cli_with_no_scored_case_fails_and_saves_nothing(tmp_path, monkeypatch, capsys, reply, message):
     from iba import cli
-    import iba.commands.run as run_cmd
+    import iba.commands.model_options as run_cmd
 
     monkeypatch.setattr(run_cmd, "backend_from_args", lambda model, args, judge=False: ScriptedBackend(reply, model_id=model))
     rc = cli.main(["judge-check", "scripted:x", "--n", "6", "--quiet", "--store", str(tmp_path / "s.sqlite")])
@@ -153,7 +153,7 @@ def test_cli_with_no_scored_case_fails_and_saves_nothing(tmp_path, monkeypatch, 
 
 def test_cli_with_some_failed_calls_saves_nothing(tmp_path, monkeypatch, capsys):
     from iba import cli
-    import iba.commands.run as run_cmd
+    import iba.commands.model_options as run_cmd
     from iba.llm.base import LLMError
 
     calls = []

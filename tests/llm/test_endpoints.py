@@ -346,7 +346,7 @@ def _run_args(*argv: str):
 
 
 def test_repeated_base_url_makes_two_endpoints(_no_key):
-    from iba.commands.run import backend_from_args
+    from iba.commands.model_options import backend_from_args
 
     args = _run_args("--model", "openai:m", "--base-url", "http://127.0.0.1:8001/v1",
                      "--base-url", "http://127.0.0.1:8002/v1", "--max-in-flight-per-endpoint", "3",
@@ -359,7 +359,8 @@ def test_repeated_base_url_makes_two_endpoints(_no_key):
 
 
 def test_endpoints_file_adds_urls_and_judges_can_have_their_own(_no_key, tmp_path):
-    from iba.commands.run import backend_from_args, judge_backends
+    from iba.commands.model_options import backend_from_args
+    from iba.commands.run import judge_backends
 
     f = tmp_path / "eps.txt"
     f.write_text("# replicas\nhttp://127.0.0.1:8002/v1\nhttp://127.0.0.1:8003/v1 # third\n")
@@ -394,7 +395,7 @@ def test_iba_score_accepts_several_judge_urls(_no_key):
     import argparse
 
     from iba.commands import score as score_cli
-    from iba.commands.run import backend_from_args
+    from iba.commands.model_options import backend_from_args
 
     p = argparse.ArgumentParser()
     score_cli.add_arguments(p)

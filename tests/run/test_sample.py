@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from iba.cli import main
 from iba.dataset import Dataset
-from iba.run.runner import RunConfig, run_dataset, select_instances
+from iba.run.runner import RunConfig, run_dataset
 from iba.run.sample import STRATA, SampleError, bind_sample, draw_sample, ids_sha, make_sample
 from iba.run.store import Store
 from iba.types import TaskView
@@ -168,9 +168,9 @@ def _did(ds):
     return dataset_id(ds)
 
 
-def test_select_instances_samples_within_the_filters(demo_dir):
+def test_the_task_samples_within_the_filters(demo_dir):
     ds = Dataset(demo_dir)
-    got = select_instances(ds, RunConfig(agents=["null"], domains=["daily"], sample=2, sample_seed=1))
+    got = RunConfig(agents=["null"], domains=["daily"], sample=2, sample_seed=1).task(ds).instances()
     assert len(got) == 2 and {t.domain for t in got} == {"daily"}
     assert got == draw_sample([t for t in ds.instances if t.domain == "daily"], 2, 1)
 

@@ -35,7 +35,6 @@ from iba.types import Action, Strict, TaskView, TraceStep, Turn, Usage
 log = logging.getLogger(__name__)
 
 PROTOCOL = "iba-memory/1"
-MESSAGE_TYPES = ("reset", "ingest", "act", "close")
 # a process that ends with one of these was stopped from outside (OOM killer, an operator, the
 # machine going down): not the memory's own failure
 KILLED_FROM_OUTSIDE = {-signal.SIGKILL, -signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP}

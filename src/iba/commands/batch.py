@@ -9,7 +9,8 @@ from pathlib import Path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from iba.commands.run import add_backend_arguments, positive_int
+    from iba.argtypes import positive_int
+    from iba.commands.model_options import add_backend_arguments
 
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     st = sub.add_parser("status", help="rounds, requests, and how many are answered or await answers")
@@ -100,7 +101,7 @@ def _import(folder, args) -> int:
 
 def _answer(folder, args) -> int:
     from iba.batch.answer import answer_awaiting
-    from iba.commands.run import backend_from_args
+    from iba.commands.model_options import backend_from_args
 
     try:
         backend = backend_from_args(args.model, args)

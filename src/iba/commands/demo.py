@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from iba.argtypes import out_folder, positive_int
-from iba.commands.run import JUDGES_DEFAULT, JUDGES_HELP, add_backend_arguments, backend_from_args, debt_status, judge_backends
+from iba.commands.model_options import JUDGES_DEFAULT, JUDGES_HELP, add_backend_arguments, backend_from_args
+from iba.commands.run import debt_status, judge_backends
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

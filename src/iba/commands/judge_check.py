@@ -12,7 +12,7 @@ from iba.eval.judge_check import DEFAULT_N, DEFAULT_SEED
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from iba.commands.run import add_backend_arguments
+    from iba.commands.model_options import add_backend_arguments
 
     p.add_argument("judge", metavar="MODEL", help="the judge model string, e.g. local:qwen2.5-coder-0.5b")
     p.add_argument("--dataset", type=Path, default=None,
@@ -31,7 +31,7 @@ def main(args: argparse.Namespace) -> int:
 
     from iba.dataset import DatasetError
     from iba.eval.judge_check import build_cases, format_result, judge_check
-    from iba.commands.run import backend_from_args
+    from iba.commands.model_options import backend_from_args
 
     try:
         cases = build_cases(args.n, args.seed, dataset=args.dataset)

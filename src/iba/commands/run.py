@@ -8,18 +8,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from iba.argtypes import positive_float, positive_int  # noqa: F401 - also imported from here by other commands
-
-
-# the model, endpoint and cache options of every command that calls a model, and the judge
-# default: commands/model_options.py (imported from here too by earlier code)
-from iba.commands.model_options import (  # noqa: E402, F401
-    JUDGES_DEFAULT,
-    JUDGES_HELP,
-    add_backend_arguments,
-    backend_from_args,
-    backend_options,
-)
+from iba.argtypes import positive_float, positive_int
+from iba.commands.model_options import (JUDGES_DEFAULT, JUDGES_HELP, add_backend_arguments, backend_from_args,
+                                        backend_options)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -117,15 +108,6 @@ def judge_backends(spec: str, run_backend, args, *, sends: bool = True) -> list:
             else backend_from_args(name, args, judge=True, **extra) for name in names]
 
 
-def check_selection(ds, domains: list[str] | None, scenarios: list[str] | None,
-                    users: list[str] | None = None) -> str | None:
-    """Why --domain/--scenario/--user select nothing that exists (a typo would otherwise run 0 instances)."""
-    from iba.run.selection import Selection
-
-    problem = Selection(domains=domains, scenarios=scenarios, users=users).problem(ds, ("--domain", "--scenario", "--user"))
-    return f"argument {problem}" if problem else None
-
-
 def check_embedder(args: argparse.Namespace) -> str | None:
     """An unknown --embedder, or an openai: one that cannot be set up, would fail inside every retrieving
     agent's act; said here instead. Sets args.embedder to the spec with its server settings."""
@@ -161,8 +143,9 @@ def main(args: argparse.Namespace) -> int:
     from iba.hf import HFError
     from iba.hf.load import dataset_dir
     from iba.agents.references import reference_of
-    from iba.run.runner import RunConfig, make_agent, run_dataset, select_instances
+    from iba.run.runner import make_agent, run_dataset
     from iba.run.sample import SampleError
+    from iba.run.selection import Selection
     from iba.run.store import Store
 
     if args.answer_key is not None and not args.answer_key.is_file():
@@ -176,7 +159,10 @@ def main(args: argparse.Namespace) -> int:
     except (DatasetError, HFError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    problem = check_selection(ds, args.domains, args.scenarios, args.users) or check_embedder(args) or check_executor(args)
+    # an unknown --domain/--scenario/--user (a typo) would otherwise run 0 instances
+    typo = Selection(domains=args.domains, scenarios=args.scenarios, users=args.users).problem(
+        ds, ("--domain", "--scenario", "--user"))
+    problem = (f"argument {typo}" if typo else None) or check_embedder(args) or check_executor(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -213,16 +199,8 @@ def main(args: argparse.Namespace) -> int:
         except ValueError as e:
             print(f"error: argument --agent: {e}", file=sys.stderr)
             return 2
-    cfg = RunConfig(
-        agents=args.agents or ["rag"], run=args.run, trials=args.trials, seed=args.seed,
-        concurrency=args.concurrency, limit=args.limit, domains=args.domains, scenarios=args.scenarios,
-        users=args.users,
-        qa=args.qa, qa_per_instance=args.qa_per_instance, score=not args.no_score,
-        judge_repeats=args.judge_repeats, timeout_s=args.timeout, retry_errored=args.retry_errored,
-        cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
-        sample=args.sample, sample_seed=args.sample_seed,
-    )
-    selected = select_instances(ds, cfg)
+    cfg = run_config(args, judged=bool(judges))
+    selected = cfg.task(ds).instances()
     if not selected:
         where = f"{args.dataset / 'instances.jsonl'} has no instances" if not ds.instances else \
             "no instance matches --domain, --scenario and --user together"
@@ -288,6 +266,24 @@ def main(args: argparse.Namespace) -> int:
     print(f"store: {args.store}  ->  iba report {args.store} --dataset {args.dataset}{key_arg} --out report/")
     print_overall(args, ds, cfg, selected, backend.model_id, judges)
     return status
+
+
+def run_config(args: argparse.Namespace, *, judged: bool = True):
+    """The RunConfig of `iba run`'s arguments; its Task (RunConfig.task) is the one the inspect task
+    builds from the same arguments."""
+    from iba.run.runner import RunConfig
+    from iba.run.task import task_scorers
+
+    return RunConfig(
+        agents=args.agents or ["rag"], run=args.run, trials=args.trials, seed=args.seed,
+        concurrency=args.concurrency, limit=args.limit, domains=args.domains, scenarios=args.scenarios,
+        users=args.users,
+        qa=args.qa, qa_per_instance=args.qa_per_instance, score=not args.no_score,
+        judge_repeats=args.judge_repeats, timeout_s=args.timeout, retry_errored=args.retry_errored,
+        cache_dir=args.cache_dir, embedder=args.embedder, progress=not args.quiet,
+        sample=args.sample, sample_seed=args.sample_seed,
+        scorers=task_scorers(judged=judged),
+    )
 
 
 def print_overall(args: argparse.Namespace, ds, cfg, selected: list, model: str, judges: list) -> None:

@@ -104,7 +104,8 @@ def main(args: argparse.Namespace) -> int:
     from iba.dataset import DatasetError
     from iba.eval.aggregate import instance_score, mean, task_kind
     from iba.eval.panel import PanelConfig
-    from iba.commands.run import backend_from_args, resolve_judge_names
+    from iba.commands.model_options import backend_from_args
+    from iba.commands.run import resolve_judge_names
     from iba.run.store import Store
 
     if not args.store.exists():

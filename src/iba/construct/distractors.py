@@ -43,9 +43,6 @@ FORM_WEIGHTS = (0.56, 0.38, 0.04, 0.02)
 # within bounds, so each is revealed a few times, like the real ones.
 TURNS_PER_OWN_DIMENSION = 4
 OWN_DIMENSIONS = (6, 36)
-# How many of one scenario's dimensions an own_other_topic turn reveals (like evidence bundles).
-BUNDLE_SIZES = (1, 2, 3)
-BUNDLE_WEIGHTS = (0.75, 0.17, 0.08)
 SIGNAL_TYPES = ("explicit_revision", "complaint", "direct_statement", "implicit_pattern")
 TOLD = ("direct_statement", "implicit_pattern")  # the signal types a preference told in passing takes
 

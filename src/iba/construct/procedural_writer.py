@@ -45,11 +45,6 @@ class ProceduralWriter:
     def _fresh_voice(self, plan: PersonaPlan) -> Voice:
         return Voice(city=plan.persona.background.get("city", "town").split(",")[0], version=self.version)
 
-    def standalone(self, plan: PersonaPlan, session: SessionPlan) -> list[str]:
-        """The session's text on its own, with a budget of its own (for writers that take sessions
-        out of history order: the text must not depend on which other sessions came first)."""
-        return self.write(plan, session, self._fresh_voice(plan))
-
     def pad(self, plan: PersonaPlan, session: SessionPlan, core: list[str] | None, written: dict[str, list[str]]) -> list[str]:
         """The session on its own (a budget of its own) with the exchanges written elsewhere, e.g.
         by a model, at their places: its own exchange `core` and the distractor exchanges in

@@ -91,6 +91,3 @@ class SentenceBudget:
                 self.use(text)
                 return text
         return None
-
-    def max_count(self) -> int:
-        return max(self.counts.values(), default=0)

@@ -1,10 +1,11 @@
 """Score one stored RunRecord against its AnswerKey: the evaluator's single entry point.
 
-The record's kind picks the scorers:
+The scorers are registered by name (registry kind "scorers"; DEFAULT_SCORERS, every one, unless a
+Task names fewer), and each scores the record kinds it knows:
 - a QA probe run (RunRecord.probe set)                 -> "qa"
 - a call_api task (the key has slots, or an API template) -> "slots"
-- a generate task                                        -> "judge:<model_id>" per judge and repeat,
-                                                            plus "verifiers" when a checkpoint has one
+- a generate task                                        -> "verifiers" when a checkpoint has one, and
+                                                            "judge:<model_id>" per judge and repeat ("judge")
 
 One ScoreRecord per (run key, scorer, repeat). With a store, pairs already stored are skipped
 (re-scoring with other judges never re-runs agents; an interrupted scoring resumes) and each new
@@ -21,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from iba import registry
 from iba.eval import qa as qa_mod
 from iba.eval import slots as slots_mod
 from iba.eval import verifiers as verifiers_mod
@@ -50,19 +53,52 @@ def record_kind(record: RunRecord, key: AnswerKey, api_template: ApiTemplate | N
     return "generate"
 
 
-def _failed(run_key: str, scorer: str, repeat: int, targets: list[tuple[str, str]], judge: str, why: str,
-            failure: str = "agent_failed") -> ScoreRecord:
-    verdicts = [Verdict(target=t, kind=k, judge=judge, repeat=repeat, passed=False, rationale=why)  # type: ignore[arg-type]
-                for t, k in targets]
-    return ScoreRecord(run_key=run_key, scorer=scorer, repeat=repeat, verdicts=verdicts,
-                       score=0.0 if verdicts else None, failure=failure,
-                       invalid_action=failure == "invalid_action")
+DEFAULT_SCORERS: tuple[str, ...] = ("qa", "slots", "verifiers", "judge")  # registry "scorers": every one
 
 
-def _unscored(run_key: str, scorer: str, repeat: int, targets: list[tuple[str, str]], judge: str, why: str) -> ScoreRecord:
-    verdicts = [Verdict(target=t, kind=k, judge=judge, repeat=repeat, passed=None, rationale=why)  # type: ignore[arg-type]
-                for t, k in targets]
-    return ScoreRecord(run_key=run_key, scorer=scorer, repeat=repeat, verdicts=verdicts, score=None)
+@dataclass
+class Scoring:
+    """What one scorer sees of one record: the record and its key, the judges, and the rules every
+    scorer shares (a stored pass is skipped; a failed or errored run gets a 0 or an unscored record)."""
+
+    record: RunRecord
+    key: AnswerKey
+    judges: Sequence[Backend]
+    api_template: ApiTemplate | None
+    panel: PanelConfig
+    semaphore: asyncio.Semaphore
+    store: ScoreStore | None
+    rescore: bool
+    kind: str = ""  # record_kind
+    failed: bool = False  # the agent's own failure: 0 under every scorer that applies
+    errored: bool = False  # an infrastructure fault: unscored
+    why: str = ""
+    failure: str = "agent_failed"
+    out: list[ScoreRecord] = field(default_factory=list)
+
+    def done(self, scorer: str, repeat: int = 0) -> bool:
+        """Stored and final (not errored): skipped."""
+        return self.store is not None and not self.rescore and self.store.score_errored(self.record.key, scorer, repeat) is False
+
+    def previous(self, scorer: str, repeat: int) -> ScoreRecord | None:
+        """A stored pass with errored verdicts: its good verdicts are kept, the rest judged again."""
+        if self.store is None or self.rescore or not self.store.score_errored(self.record.key, scorer, repeat):
+            return None
+        return self.store.get_score(self.record.key, scorer, repeat)
+
+    def keep(self, rec: ScoreRecord) -> None:
+        self.out.append(rec)
+        if self.store is not None:
+            self.store.put_score(rec, replace=self.rescore)
+
+    def give_up(self, scorer: str, repeat: int, targets: list[tuple[str, str]], judge: str) -> ScoreRecord:
+        """A failed run's 0 (every verdict False), or an errored run's unscored record."""
+        passed = False if self.failed else None
+        verdicts = [Verdict(target=t, kind=k, judge=judge, repeat=repeat, passed=passed, rationale=self.why)  # type: ignore[arg-type]
+                    for t, k in targets]
+        failure = {"failure": self.failure, "invalid_action": self.failure == "invalid_action"} if self.failed else {}
+        return ScoreRecord(run_key=self.record.key, scorer=scorer, repeat=repeat, verdicts=verdicts,
+                           score=0.0 if self.failed and verdicts else None, **failure)
 
 
 async def score_record(
@@ -77,96 +113,82 @@ async def score_record(
     panel: PanelConfig | None = None,
     semaphore: asyncio.Semaphore | None = None,
     rescore: bool = False,
+    scorers: Sequence[str] = DEFAULT_SCORERS,
 ) -> list[ScoreRecord]:
     """Compute (and store, with `store`) the ScoreRecords of `record` not yet stored, or stored
     errored (a judge call that failed is judged again, only its missing verdicts); returns them.
     `rescore` computes every one again and replaces the stored ones (`iba score --rescore`).
 
-    `panel` carries the judging options (seed, temperature, batch); `judge_repeats` overrides its
-    repeats. At most `concurrency` judge calls run at once, or pass one `semaphore` shared by many
-    records. Judges only ever see the final response text and the checkpoints.
+    `scorers`: the registered scorers (registry kind "scorers") to apply, in order; each scores
+    only the record kinds it knows. `panel` carries the judging options (seed, temperature, batch);
+    `judge_repeats` overrides its repeats. At most `concurrency` judge calls run at once, or pass
+    one `semaphore` shared by many records. Judges only ever see the final response text and the
+    checkpoints.
     """
     cfg = panel or PanelConfig()
     cfg = PanelConfig(repeats=judge_repeats, seed=cfg.seed, temperature=cfg.temperature,
                       max_tokens=cfg.max_tokens, batch=cfg.batch)
-    kind = record_kind(record, key, api_template)
-    rk = record.key
-    out: list[ScoreRecord] = []
-
-    def done(scorer: str, repeat: int = 0) -> bool:
-        return store is not None and not rescore and store.score_errored(rk, scorer, repeat) is False
-
-    def previous(scorer: str, repeat: int) -> ScoreRecord | None:
-        """A stored pass with errored verdicts: its good verdicts are kept, the rest judged again."""
-        if store is None or rescore or not store.score_errored(rk, scorer, repeat):
-            return None
-        return store.get_score(rk, scorer, repeat)
-
-    def keep(rec: ScoreRecord) -> None:
-        out.append(rec)
-        if store is not None:
-            store.put_score(rec, replace=rescore)
-
-    failed = record.status == "failed" or (record.status == "ok" and record.action is None)
-    errored = record.status == "errored"
+    s = Scoring(record, key, judges, api_template, cfg, semaphore or asyncio.Semaphore(max(1, concurrency)), store,
+                rescore, kind=record_kind(record, key, api_template))
+    s.failed = record.status == "failed" or (record.status == "ok" and record.action is None)
+    s.errored = record.status == "errored"
     first = (record.error or "no action").splitlines()[0][:300]
-    failure = "agent_failed"
-    if failed:
-        why = f"agent failed: {first}"
-        failure = "invalid_action" if first.startswith("invalid action") or record.action is not None else "agent_failed"
-    else:
-        why = f"run errored: {first}"
-
-    def give_up(scorer: str, repeat: int, targets: list[tuple[str, str]], judge: str) -> ScoreRecord:
-        if failed:
-            return _failed(rk, scorer, repeat, targets, judge, why, failure)
-        return _unscored(rk, scorer, repeat, targets, judge, why)
-
-    if kind == "qa":
-        if not done(qa_mod.SCORER):
-            probe_id = record.probe or ""
-            if failed or errored:
-                keep(give_up(qa_mod.SCORER, 0, [(probe_id, "qa")], qa_mod.JUDGE))
-            else:
-                keep(qa_mod.score_qa(record.action.text, key, probe_id, run_key=rk))  # type: ignore[union-attr]
-        return out
-
-    if kind == "call_api":
-        if not done(slots_mod.SCORER):
-            if failed and record.action is not None:
-                # an invalid action is still scored by the slot scorer: it says why it is invalid
-                keep(slots_mod.score_slots(record.action, key, api_template, run_key=rk))
-            elif failed or errored:
-                keep(give_up(slots_mod.SCORER, 0, [(s.id, "slot") for s in key.slots], slots_mod.JUDGE))
-            else:
-                keep(slots_mod.score_slots(record.action, key, api_template, run_key=rk))  # type: ignore[arg-type]
-        return out
-
-    # generate
-    cps = key.checkpoints
-    targets = [(c.id, "checkpoint") for c in cps]
+    s.why = f"agent failed: {first}" if s.failed else f"run errored: {first}"
+    if s.failed and (first.startswith("invalid action") or record.action is not None):
+        s.failure = "invalid_action"
     action = record.action
-    has_verifiers = any(c.verifier is not None for c in cps)
-    if failed or errored or action is None or action.kind != "generate" or action.text is None:
-        if not (failed or errored):  # not a response at all: the agent's failure
-            failed, failure = True, "invalid_action"
-            why = f"agent failed: invalid action: a {action.kind if action else 'missing'} action on a generate task"
-        for b in judges:
-            for r in range(cfg.repeats):
-                if not done(judge_scorer(b.model_id), r):
-                    keep(give_up(judge_scorer(b.model_id), r, targets, b.model_id))
-        if has_verifiers and not done(verifiers_mod.SCORER):
-            vt = [(c.id, "checkpoint") for c in cps if c.verifier is not None]
-            keep(give_up(verifiers_mod.SCORER, 0, vt, "verifiers"))
-        return out
+    if s.kind == "generate" and not (s.failed or s.errored) and (
+            action is None or action.kind != "generate" or action.text is None):
+        s.failed, s.failure = True, "invalid_action"  # not a response at all: the agent's failure
+        s.why = f"agent failed: invalid action: a {action.kind if action else 'missing'} action on a generate task"
+    for name in scorers:
+        await registry.resolve("scorers", name)(s)
+    return s.out
 
-    if has_verifiers and not done(verifiers_mod.SCORER):
-        rec = verifiers_mod.score_verifiers(action.text, cps, run_key=rk)
-        if rec is not None:
-            keep(rec)
-    if cps and judges:
-        await judge_panel(
-            action.text, cps, judges, cfg, run_key=rk, skip=done,
-            semaphore=semaphore or asyncio.Semaphore(max(1, concurrency)), on_record=keep, previous=previous,
-        )
-    return out
+
+async def qa_scorer(s: Scoring) -> None:
+    """A QA probe run: the probe's expected answer (eval/qa.py)."""
+    if s.kind != "qa" or s.done(qa_mod.SCORER):
+        return
+    probe_id = s.record.probe or ""
+    if s.failed or s.errored:
+        s.keep(s.give_up(qa_mod.SCORER, 0, [(probe_id, "qa")], qa_mod.JUDGE))
+    else:
+        s.keep(qa_mod.score_qa(s.record.action.text, s.key, probe_id, run_key=s.record.key))  # type: ignore[union-attr]
+
+
+async def slots_scorer(s: Scoring) -> None:
+    """A call_api task: slot matching (eval/slots.py); an invalid action is still scored: it says why."""
+    if s.kind != "call_api" or s.done(slots_mod.SCORER):
+        return
+    if (s.failed and s.record.action is not None) or not (s.failed or s.errored):
+        s.keep(slots_mod.score_slots(s.record.action, s.key, s.api_template, run_key=s.record.key))  # type: ignore[arg-type]
+    else:
+        s.keep(s.give_up(slots_mod.SCORER, 0, [(c.id, "slot") for c in s.key.slots], slots_mod.JUDGE))
+
+
+async def verifiers_scorer(s: Scoring) -> None:
+    """A generate task's checkpoints that have a deterministic verifier (eval/verifiers.py)."""
+    cps = s.key.checkpoints
+    if s.kind != "generate" or not any(c.verifier is not None for c in cps) or s.done(verifiers_mod.SCORER):
+        return
+    if s.failed or s.errored:
+        s.keep(s.give_up(verifiers_mod.SCORER, 0, [(c.id, "checkpoint") for c in cps if c.verifier is not None],
+                         "verifiers"))
+    elif (rec := verifiers_mod.score_verifiers(s.record.action.text, cps, run_key=s.record.key)) is not None:  # type: ignore[union-attr, arg-type]
+        s.keep(rec)
+
+
+async def judges_scorer(s: Scoring) -> None:
+    """A generate task's checkpoints, by each judge and repeat (eval/panel.py)."""
+    cps = s.key.checkpoints
+    if s.kind != "generate":
+        return
+    if s.failed or s.errored:
+        for b in s.judges:
+            for r in range(s.panel.repeats):
+                if not s.done(judge_scorer(b.model_id), r):
+                    s.keep(s.give_up(judge_scorer(b.model_id), r, [(c.id, "checkpoint") for c in cps], b.model_id))
+    elif cps and s.judges:
+        await judge_panel(s.record.action.text, cps, s.judges, s.panel, run_key=s.record.key, skip=s.done,  # type: ignore[union-attr, arg-type]
+                          semaphore=s.semaphore, on_record=s.keep, previous=s.previous)

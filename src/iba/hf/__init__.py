@@ -23,11 +23,3 @@ def require_pyarrow() -> Any:
     except ImportError:
         raise HFError("Hugging Face export needs pyarrow: pip install 'iba[hf]'") from None
     return pyarrow
-
-
-def require_datasets() -> Any:
-    try:
-        import datasets
-    except ImportError:
-        raise HFError("this needs the Hugging Face `datasets` package: pip install 'iba[hf]'") from None
-    return datasets

@@ -9,7 +9,8 @@
   infrastructure fault (the model's calls failed after inspect's retries, the action's timeout)
   raises, so inspect marks the sample errored and `--retry-on-error` / `inspect eval-retry` run it
   again; an agent's own failure is a 0 with its reason, as in `iba run`.
-- scorers: `iba_slots` (CallAPI slot matching), `iba_verifiers` (deterministic checks) and
+- scorers: one per registered scorer of the Task (run/task.py, the one `iba run` builds from the same
+  arguments): `iba_slots` (CallAPI slot matching), `iba_verifiers` (deterministic checks) and
   `iba_judge` (checkpoint judging by the `grader` model role, else the eval's model), each a mean
   with its standard error over all samples plus the mean per domain (Table 4's columns). A judge
   reply that cannot be parsed leaves the sample unscored (NaN: left out of the means).
@@ -22,7 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from inspect_ai import Task, task
+from inspect_ai import Task as InspectTask
+from inspect_ai import task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageAssistant, ModelOutput, get_model
 from inspect_ai.scorer import Score, Target, grouped, mean, scorer, stderr
@@ -30,14 +32,11 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from iba.agents.base import AgentEnv
 from iba.dataset import Dataset
-from iba.eval import slots as slots_mod
-from iba.eval import verifiers as verifiers_mod
-from iba.eval.panel import JUDGE_PREFIX
 from iba.eval.scoring import score_record
 from iba.inspect.backend import InspectBackend
 from iba.dataset import dataset_id
 from iba.run.runner import RunConfig, make_agent, run_one
-from iba.run.selection import Selection
+from iba.run.task import Task, task_scorers
 from iba.taxonomy import scenario_api
 from iba.types import RunRecord, ScoreRecord, TaskView
 
@@ -70,16 +69,26 @@ def _keys(dataset: str, cache_dir: str, answer_key: str | None) -> Any:
     return KeysOnDemand(ds) if ds.held_back else ds.answer_keys()
 
 
-def samples(ds: Dataset, *, limit: int | None, domains: list[str] | None, scenarios: list[str] | None) -> list[Sample]:
-    """One sample per instance of the selection `iba run` applies to the same arguments (run/selection.py)."""
-    selection = Selection(domains=domains, scenarios=scenarios, limit=limit)
-    problem = selection.problem(ds, ("-T domains", "-T scenarios", "-T users"))
+def bench_task(dataset: str, agent: str = "rag", *, limit: int | None = None,
+               domains: str | list[str] | None = None, scenarios: str | list[str] | None = None,
+               judges: bool = True, answer_key: str | None = None, cache_dir: str = ".iba-cache") -> Task:
+    """The one Task (run/task.py) of the task arguments: the one `iba run` builds from the same
+    arguments (RunConfig.task), so both take the same instances and apply the same scorers."""
+    ds = _load(dataset, cache_dir, answer_key)
+    bench = RunConfig(agents=[agent], limit=limit, domains=_names(domains), scenarios=_names(scenarios),
+                      scorers=task_scorers(judged=judges)).task(ds)
+    problem = bench.selection.problem(ds, ("-T domains", "-T scenarios", "-T users"))
     if problem:  # a typo would otherwise evaluate nothing
         raise ValueError(problem)
+    return bench
+
+
+def samples(bench: Task) -> list[Sample]:
+    """One sample per instance of the Task."""
     return [Sample(id=t.instance_id, input=t.query,
                    metadata={"domain": t.domain, "scenario": t.scenario, "action": t.action, "user_id": t.user_id,
                              "task": t.model_dump(mode="json")})
-            for t in selection.select(ds)]
+            for t in bench.instances()]
 
 
 @solver
@@ -129,63 +138,45 @@ def _score(rec: ScoreRecord | None) -> Score | None:
     return Score(value=rec.score, explanation=explanation, metadata=metadata)
 
 
-async def _records(keys: Any, state: TaskState, judges: list) -> list[ScoreRecord] | None:
+async def _scored(keys: Any, state: TaskState, action: str, scorer: str, judges: list) -> Score | None:
+    """The sample's score by registered scorer `scorer` (eval/scoring.py), on `action` tasks only."""
     raw = state.store.get(RECORD)
-    if raw is None:
+    if state.metadata.get("action") != action or raw is None:
         return None
     rec = RunRecord.model_validate(raw)
     task_view = TaskView.model_validate(state.metadata["task"])
     api = scenario_api(task_view.scenario) if task_view.action == "call_api" else None
-    return await score_record(rec, keys[rec.instance_id], judges=judges, api_template=api)
+    recs = await score_record(rec, keys[rec.instance_id], judges=judges, api_template=api, scorers=[scorer])
+    return _score(recs[0] if recs else None)
 
 
 METRICS = [grouped(mean(), "domain", all="samples"), stderr()]
 
 
-@scorer(metrics=METRICS)
-def iba_slots(dataset: str, cache_dir: str = ".iba-cache", answer_key: str | None = None):
-    """CallAPI tasks: the share of personalization slots whose value the user's preference accepts."""
-    keys = _keys(dataset, cache_dir, answer_key)
+def _scorer(name: str, action: str, doc: str):  # type: ignore[no-untyped-def]
+    """The inspect scorer `iba_<name>`: registered scorer `name` on the samples of `action` tasks."""
 
-    async def score(state: TaskState, target: Target) -> Score | None:
-        if state.metadata.get("action") != "call_api":
-            return None
-        recs = await _records(keys, state, [])
-        return _score(next((r for r in recs or [] if r.scorer == slots_mod.SCORER), None))
+    def make(dataset: str, cache_dir: str = ".iba-cache", answer_key: str | None = None, json_mode: str = "schema",
+             context_window: int = 8192):  # type: ignore[no-untyped-def]
+        keys = _keys(dataset, cache_dir, answer_key)
 
-    return score
+        async def score(state: TaskState, target: Target) -> Score | None:
+            judges = [InspectBackend(get_model(role="grader", default=get_model()), json_mode=json_mode,
+                                     context_window=context_window)] if name == "judge" else []
+            return await _scored(keys, state, action, name, judges)
 
+        return score
 
-@scorer(metrics=METRICS)
-def iba_verifiers(dataset: str, cache_dir: str = ".iba-cache", answer_key: str | None = None):
-    """Generate tasks with checkable checkpoints: the share the deterministic verifiers pass."""
-    keys = _keys(dataset, cache_dir, answer_key)
-
-    async def score(state: TaskState, target: Target) -> Score | None:
-        if state.metadata.get("action") != "generate":
-            return None
-        recs = await _records(keys, state, [])
-        return _score(next((r for r in recs or [] if r.scorer == verifiers_mod.SCORER), None))
-
-    return score
+    make.__name__, make.__doc__ = f"iba_{name}", doc
+    return scorer(metrics=METRICS, name=f"iba_{name}")(make)
 
 
-@scorer(metrics=METRICS)
-def iba_judge(dataset: str, cache_dir: str = ".iba-cache", answer_key: str | None = None, json_mode: str = "schema",
-              context_window: int = 8192):
-    """Generate tasks: the share of checkpoints the judge (model role `grader`, else the eval's
-    model) finds met, one call per checkpoint (the paper's protocol)."""
-    keys = _keys(dataset, cache_dir, answer_key)
-
-    async def score(state: TaskState, target: Target) -> Score | None:
-        if state.metadata.get("action") != "generate":
-            return None
-        judge = InspectBackend(get_model(role="grader", default=get_model()), json_mode=json_mode,
-                               context_window=context_window)
-        recs = await _records(keys, state, [judge])
-        return _score(next((r for r in recs or [] if r.scorer.startswith(JUDGE_PREFIX)), None))
-
-    return score
+iba_slots = _scorer("slots", "call_api", "CallAPI tasks: the share of personalization slots whose value the user's "
+                    "preference accepts.")
+iba_verifiers = _scorer("verifiers", "generate", "Generate tasks with checkable checkpoints: the share the "
+                        "deterministic verifiers pass.")
+iba_judge = _scorer("judge", "generate", "Generate tasks: the share of checkpoints the judge (model role `grader`, "
+                    "else the eval's model) finds met, one call per checkpoint (the paper's protocol).")
 
 
 @task
@@ -203,7 +194,7 @@ def iba_bench(
     timeout: float = 900.0,
     json_mode: str = "schema",
     context_window: int = 8192,
-) -> Task:
+) -> InspectTask:
     """IBA-Bench on inspect.
 
     Args:
@@ -237,16 +228,16 @@ def iba_bench(
     if getattr(cls, "per_user", False):
         raise ValueError(f"-T agent={agent}: a memory agent ingests each user once, which inspect's per-sample "
                          "solver cannot do; run it with `iba run` (docs/memory_systems.md)")
-    where = dict(cache_dir=cache_dir, answer_key=answer_key)
-    scorers = [iba_slots(dataset, **where), iba_verifiers(dataset, **where)]
-    if judges:
-        scorers.append(iba_judge(dataset, **where, json_mode=json_mode, context_window=context_window))
-    return Task(
-        dataset=MemoryDataset(samples(ds, limit=limit, domains=_names(domains), scenarios=_names(scenarios)),
-                              name=ds.name),
+    bench = bench_task(dataset, agent, limit=limit, domains=domains, scenarios=scenarios, judges=judges,
+                       answer_key=answer_key, cache_dir=cache_dir)
+    where = dict(cache_dir=cache_dir, answer_key=answer_key, json_mode=json_mode, context_window=context_window)
+    # the Task's scorers as inspect scorers ("qa": no sample is a QA probe here)
+    inspect_scorers = {"slots": iba_slots, "verifiers": iba_verifiers, "judge": iba_judge}
+    return InspectTask(
+        dataset=MemoryDataset(samples(bench), name=ds.name),
         solver=iba_agent(dataset, agent, answer_key=answer_key, embedder=embedder, cache_dir=cache_dir, seed=seed,
                          timeout=timeout, json_mode=json_mode, context_window=context_window),
-        scorer=scorers,
+        scorer=[inspect_scorers[n](dataset, **where) for n in bench.scorers if n in inspect_scorers],
         metadata={"iba_dataset": dataset_id(ds), "agent": agent, "generator": ds.manifest.generator,
                   "seed": ds.manifest.seed},
     )

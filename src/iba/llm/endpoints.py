@@ -319,6 +319,10 @@ class EndpointPool:
             for e in self.endpoints
         )
 
+    def where(self, sent: int) -> str:
+        """What a failed call's error adds: how many requests went over the endpoints, and their health."""
+        return f" [{sent} request{'s' if sent != 1 else ''} over {len(self)} endpoints: {self.summary()}]"
+
     def _endpoint(self, ep: Endpoint | str) -> Endpoint:
         if isinstance(ep, Endpoint):
             return ep

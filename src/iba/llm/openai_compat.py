@@ -68,44 +68,62 @@ def is_local(base_url: str) -> bool:
     return (urlsplit(base_url).hostname or "") in _LOCAL_HOSTS
 
 
-_public_url = public_url  # the URL without any user:password part, for ids and messages
+# What the two HTTP clients (this backend and iba.retrieval.openai_embedder) share: where they send,
+# the key they send, the SDK client per endpoint, and a reply body that is not JSON.
+
+def server_urls(base_url: str | Sequence[str] | None, env: str | None = None) -> list[str]:
+    """The URLs given, else those in $`env` (separated by spaces or commas), else $OPENAI_BASE_URL,
+    else OpenAI's."""
+    urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
+    if not urls and env:
+        urls = os.environ.get(env, "").replace(",", " ").split()
+    return urls or [os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"]
+
+
+def server_key(key: str | None, urls: Sequence[str], env: Sequence[str], what: str,
+               error: type[Exception] = ValueError) -> str:
+    """`key`, else the first variable of `env` set, else (every URL local) a placeholder; none for a
+    remote URL is an `error` naming the variables to set."""
+    key = key or next((os.environ[v] for v in env if os.environ.get(v)), None)
+    if key:
+        return key
+    remote = [u for u in urls if not is_local(u)]
+    if remote:
+        names = env[0] + (f" (or {', '.join(env[1:])})" if env[1:] else "")
+        raise error(f"{what}: set {names} for {public_url(remote[0])} (any value if that server needs no key)")
+    return PLACEHOLDER_KEY
+
+
+def sdk_client(clients: dict[str, Any], url: str, key: str, timeout: float) -> Any:
+    """The SDK client of `url` in `clients`, made on first use, its own retries off (iba.llm.retry's apply)."""
+    from openai import AsyncOpenAI
+
+    if url not in clients:
+        clients[url] = AsyncOpenAI(api_key=key, base_url=url, timeout=timeout, max_retries=0)
+    return clients[url]
+
+
+def not_json(e: json.JSONDecodeError) -> BadResponse:
+    """The SDK parses a JSON content-type body without checking it."""
+    return BadResponse(f"the reply body is not valid JSON ({e.msg} at char {e.pos})")
 
 
 class OpenAICompatBackend(Backend):
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | Sequence[str] | None = None,
-        api_key: str | None = None,
-        cache: ResponseCache | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 3,
-        context_window: int = 8192,
-        max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
-        max_in_flight: int | None = None,
-    ) -> None:
+    def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, api_key: str | None = None,
+                 cache: ResponseCache | None = None, timeout: float = 120.0, max_retries: int = 3,
+                 context_window: int = 8192,
+                 max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
+                 max_in_flight: int | None = None) -> None:
         if not model:
             raise ValueError("openai:<model> needs a model name, e.g. openai:gpt-4o-mini")
         self.model_id = f"openai:{model}"
         self.model = model
         self.context_window = context_window
-        urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
-        if not urls:
-            urls = [os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"]
-        self._pool = EndpointPool(urls, max_in_flight_per_endpoint=max_in_flight_per_endpoint,
+        self._pool = EndpointPool(server_urls(base_url), max_in_flight_per_endpoint=max_in_flight_per_endpoint,
                                   max_in_flight=max_in_flight, label=self.model_id)
         self.base_urls = tuple(e.url for e in self._pool.endpoints)
         self.base_url = self.base_urls[0]  # the first; kept for callers written for one URL
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            remote = [u for u in self.base_urls if not is_local(u)]
-            if remote:
-                raise ValueError(
-                    f"{self.model_id}: set OPENAI_API_KEY for {_public_url(remote[0])} "
-                    "(any value if that server needs no key)"
-                )
-            key = PLACEHOLDER_KEY
+        key = server_key(api_key, self.base_urls, ("OPENAI_API_KEY",), self.model_id)
         self._key = key  # kept only to scrub it from error text
         # whatever is stored (records, the response cache, reports) is scrubbed of the key and of
         # the URLs' user:password, should a server or a model echo them back in a reply
@@ -128,34 +146,15 @@ class OpenAICompatBackend(Backend):
         return self._pool
 
     @classmethod
-    def from_spec(
-        cls,
-        rest: str,
-        *,
-        base_url: str | Sequence[str] | None = None,
-        cache_dir: str | Path | None = None,
-        use_cache: bool = True,
-        timeout: float = 120.0,
-        max_retries: int = 3,
-        n_ctx: int | None = None,
-        max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
-        max_in_flight: int | None = None,
-        sends: bool = True,
-        **_: Any,
-    ) -> OpenAICompatBackend:
-        cache = open_cache(cache_root(cache_dir)) if use_cache else None
-        return cls(
-            rest,
-            base_url=base_url,
-            # a backend that sends nothing (iba run --batch) needs no key: `iba batch submit` asks for it
-            api_key=None if sends else PLACEHOLDER_KEY,
-            cache=cache,
-            timeout=timeout,
-            max_retries=max_retries,
-            context_window=n_ctx or 8192,
-            max_in_flight_per_endpoint=max_in_flight_per_endpoint,
-            max_in_flight=max_in_flight,
-        )
+    def from_spec(cls, rest: str, *, base_url: str | Sequence[str] | None = None, cache_dir: str | Path | None = None,
+                  use_cache: bool = True, timeout: float = 120.0, max_retries: int = 3, n_ctx: int | None = None,
+                  max_in_flight_per_endpoint: int | None = DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
+                  max_in_flight: int | None = None, sends: bool = True, **_: Any) -> OpenAICompatBackend:
+        # a backend that sends nothing (iba run --batch) needs no key: `iba batch submit` asks for it
+        return cls(rest, base_url=base_url, api_key=None if sends else PLACEHOLDER_KEY,
+                   cache=open_cache(cache_root(cache_dir)) if use_cache else None, timeout=timeout,
+                   max_retries=max_retries, context_window=n_ctx or 8192,
+                   max_in_flight_per_endpoint=max_in_flight_per_endpoint, max_in_flight=max_in_flight)
 
     @property
     def json_mode(self) -> str:
@@ -210,8 +209,7 @@ class OpenAICompatBackend(Backend):
     def _pool_error(self, e: ModelCallError, sent: int) -> ModelCallError:
         """The error of a call over several endpoints: the same class and reason, plus where its
         requests went (public URLs only) and `attempts` = the requests sent."""
-        msg = f"{e} [{sent} request{'s' if sent != 1 else ''} over {len(self._pool)} endpoints: {self._pool.summary()}]"
-        return type(e)(msg, attempts=sent, status=e.status)
+        return type(e)(f"{e}{self._pool.where(sent)}", attempts=sent, status=e.status)
 
     async def _send(
         self,
@@ -241,8 +239,8 @@ class OpenAICompatBackend(Backend):
             if mode in ("json_object_schema", "json_schema") and e.status_code in (400, 422, 500, 501):
                 raise _FormatRejected(f"HTTP {e.status_code}") from None
             raise
-        except json.JSONDecodeError as e:  # the SDK parses a JSON content-type body without checking it
-            raise BadResponse(f"the reply body is not valid JSON ({e.msg} at char {e.pos})") from None
+        except json.JSONDecodeError as e:
+            raise not_json(e) from None
         return self._completion(resp, tools, request["max_tokens"])
 
     def _completion(self, resp: Any, tools: list[ToolSpec] | None, max_tokens: int) -> Completion:
@@ -251,17 +249,11 @@ class OpenAICompatBackend(Backend):
     def _client_for(self, ep: Endpoint) -> Any:
         """The SDK client of endpoint `ep`; new ones per event loop (a connection pool is bound to
         its loop, and a CLI may run several asyncio.run calls in one process)."""
-        from openai import AsyncOpenAI
-
         loop = asyncio.get_running_loop()
         if self._client_loop is not loop:
             self._clients = {}
             self._client_loop = loop
-        client = self._clients.get(ep.url)
-        if client is None:
-            client = AsyncOpenAI(api_key=self._key, base_url=ep.url, timeout=self._timeout, max_retries=0)
-            self._clients[ep.url] = client
-        return client
+        return sdk_client(self._clients, ep.url, self._key, self._timeout)
 
     async def aclose(self) -> None:
         if self._clients and self._client_loop is asyncio.get_running_loop():

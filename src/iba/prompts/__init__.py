@@ -43,10 +43,6 @@ def names() -> list[str]:
     return sorted(p.stem for p in _DIR.glob("*.jinja"))
 
 
-def has_followup(name: str) -> bool:
-    return "followup" in _ENV.get_template(f"{name}.jinja").blocks
-
-
 def render(name: str, *, followup: bool = False, **variables: Any) -> Prompt:
     """Render template `name` into [system?, user] messages, or (followup=True) into the one user
     message that continues an open conversation."""

@@ -53,8 +53,9 @@ import numpy as np
 
 from iba import cancel
 from iba.llm.base import LLMError
-from iba.llm.endpoints import EndpointPool, public_url
-from iba.llm.openai_compat import PLACEHOLDER_KEY, BadResponse, classify_fault, failover_reason, is_local
+from iba.llm.endpoints import EndpointPool
+from iba.llm.openai_compat import (BadResponse, classify_fault, failover_reason, not_json, sdk_client, server_key,
+                                   server_urls)
 from iba.llm.retry import ModelBadResponse, ModelCallError, RetryPolicy, call_with_retries
 from iba.retrieval.embed import Embedder, normalise
 
@@ -116,21 +117,12 @@ class OpenAIEmbedder(Embedder):
 
     max_seq_len = 256  # the chunk windows' size; the server truncates to its own model's limit
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | Sequence[str] | None = None,
-        api_key: str | None = None,
-        batch: int | str = DEFAULT_BATCH,
-        max_batch_tokens: int | str = DEFAULT_MAX_BATCH_TOKENS,
-        dimensions: int | str | None = None,
-        timeout: float | str = DEFAULT_TIMEOUT_S,
-        max_retries: int | str = DEFAULT_MAX_RETRIES,
-        max_in_flight_per_endpoint: int | str | None = DEFAULT_IN_FLIGHT_PER_ENDPOINT,
-        max_in_flight: int | str | None = None,
-        retry_policy: RetryPolicy | None = None,
-    ) -> None:
+    def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, api_key: str | None = None,
+                 batch: int | str = DEFAULT_BATCH, max_batch_tokens: int | str = DEFAULT_MAX_BATCH_TOKENS,
+                 dimensions: int | str | None = None, timeout: float | str = DEFAULT_TIMEOUT_S,
+                 max_retries: int | str = DEFAULT_MAX_RETRIES,
+                 max_in_flight_per_endpoint: int | str | None = DEFAULT_IN_FLIGHT_PER_ENDPOINT,
+                 max_in_flight: int | str | None = None, retry_policy: RetryPolicy | None = None) -> None:
         super().__init__()
         if not model:
             raise EmbeddingConfigError("openai:<model> needs a model name, e.g. --embedder openai:text-embedding-3-small")
@@ -145,25 +137,14 @@ class OpenAIEmbedder(Embedder):
             self.timeout = 0.0
         if not self.timeout > 0:
             raise EmbeddingConfigError(f"openai:{model}: timeout must be a positive number of seconds, got {timeout!r}")
-        urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
-        if not urls:
-            env = os.environ.get("IBA_EMBED_BASE_URL", "").replace(",", " ").split()
-            urls = env or [os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"]
         bound = {k: (_positive(k, v, model) if v is not None else None)
                  for k, v in (("max_in_flight_per_endpoint", max_in_flight_per_endpoint), ("max_in_flight", max_in_flight))}
         try:
-            self._pool = EndpointPool(urls, label=self.model_id, **bound)
+            self._pool = EndpointPool(server_urls(base_url, "IBA_EMBED_BASE_URL"), label=self.model_id, **bound)
         except ValueError as e:
             raise EmbeddingConfigError(f"openai:{model} embeddings: {e}") from None
-        key = api_key or next((os.environ[v] for v in KEY_VARS if os.environ.get(v)), None)
-        if not key:
-            remote = [e.url for e in self._pool.endpoints if not is_local(e.url)]
-            if remote:
-                raise EmbeddingConfigError(
-                    f"openai:{model} embeddings: set IBA_EMBED_API_KEY (or OPENAI_API_KEY) for "
-                    f"{public_url(remote[0])} (any value if that server needs no key)")
-            key = PLACEHOLDER_KEY
-        self._key = key  # kept only to send it and to scrub it from error text
+        self._key = server_key(api_key, [e.url for e in self._pool.endpoints], KEY_VARS, f"openai:{model} embeddings",
+                               EmbeddingConfigError)  # kept only to send it and to scrub it from error text
         self.retry_policy = retry_policy or RetryPolicy(max_retries=_positive("max_retries", _plus_one(max_retries), model) - 1)
         self._encoding = "base64"
         self._dim: int | None = None  # learnt from the first reply
@@ -346,7 +327,7 @@ class OpenAIEmbedder(Embedder):
             msg += (f"; does the server serve a model named {self.model!r}? (GET /v1/models lists its names; "
                     "the embeddings path is /v1/embeddings under --embed-base-url)")
         if len(self._pool) > 1:
-            msg += f" [{sent} request{'s' if sent != 1 else ''} over {len(self._pool)} endpoints: {self._pool.summary()}]"
+            msg += self._pool.where(sent)
         return type(e)(msg, attempts=sent or e.attempts, status=e.status)
 
     async def _send(self, ep: Any, inputs: list[str]) -> np.ndarray:
@@ -369,8 +350,8 @@ class OpenAIEmbedder(Embedder):
             if e.status_code == 413 or (e.status_code in (400, 422, 500) and _TOO_BIG.search(message)):
                 raise _TooBig(e.status_code, message[:300]) from None
             raise
-        except json.JSONDecodeError as e:  # the SDK parses a JSON content-type body without checking it
-            raise BadResponse(f"the reply body is not valid JSON ({e.msg} at char {e.pos})") from None
+        except json.JSONDecodeError as e:
+            raise not_json(e) from None
         vectors = self._vectors(resp, len(inputs), ep)
         self.inputs_sent += len(inputs)
         return vectors
@@ -420,13 +401,7 @@ class OpenAIEmbedder(Embedder):
 
     def _client_for(self, ep: Any) -> Any:
         """The SDK client of an endpoint, on this embedder's loop (created there, used only there)."""
-        from openai import AsyncOpenAI
-
-        client = self._clients.get(ep.url)
-        if client is None:
-            client = AsyncOpenAI(api_key=self._key, base_url=ep.url, timeout=self.timeout, max_retries=0)
-            self._clients[ep.url] = client
-        return client
+        return sdk_client(self._clients, ep.url, self._key, self.timeout)
 
 
 def _error_text(e: Any) -> str:

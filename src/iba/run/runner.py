@@ -23,13 +23,14 @@ from iba import __version__, cancel, registry
 from iba.agents.base import Agent, AgentEnv, parse_agent_spec
 from iba.dataset import Dataset, DatasetError, dataset_id
 from iba.eval.qa import qa_prompt
-from iba.eval.scoring import score_record
+from iba.eval.scoring import DEFAULT_SCORERS, score_record
 from iba.llm.base import Backend, CallDeferred
 from iba.run.failures import classify
 from iba.run.oracle import history_for
-from iba.run.sample import Sample, bind_sample
+from iba.run.sample import bind_sample
 from iba.run.selection import Selection
 from iba.run.store import Store
+from iba.run.task import Task
 from iba.taxonomy import scenario_api
 from iba.types import Action, AnswerKey, QAProbe, RunRecord, TaskView, Turn, Usage, item_id, stable_hash
 
@@ -58,6 +59,11 @@ class RunConfig:
     hidden: tuple[str, ...] = ()  # more files no agent may be shown (Agent.hide), beside the dataset's own
     sample: int | None = None  # `--sample N`: a stratified sample of N of the selected instances (run/sample.py)
     sample_seed: int = 0
+    scorers: tuple[str, ...] = DEFAULT_SCORERS  # registered scorer names (eval/scoring.py)
+
+    def task(self, ds: Dataset) -> Task:
+        """The one Task this run executes (run/task.py): the inspect task builds the same."""
+        return Task(ds, self.selection, tuple(self.agents), tuple(self.scorers))
 
     @property
     def selection(self) -> Selection:
@@ -198,20 +204,6 @@ def errored_record(spec: str, task: TaskView, *, dataset: str, model: str, trial
                      error=error, started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
-def instance_pool(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
-    """The instances the selection options (ids, --domain, --scenario) allow, before --sample/--limit."""
-    return cfg.selection.pool(ds)
-
-
-def select_instances(ds: Dataset, cfg: RunConfig) -> list[TaskView]:
-    return cfg.selection.select(ds)
-
-
-def run_sample(ds: Dataset, cfg: RunConfig) -> Sample | None:
-    """The record of `cfg`'s sample (None without --sample)."""
-    return cfg.selection.sample_record(ds)
-
-
 @dataclass
 class WorkItem:
     """One (agent spec, task, trial) to run, with its run key."""
@@ -289,9 +281,9 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
     """The work list and its keys; --retry-errored, stale claims swept, stored keys skipped, and stored
     records that lack scores scored now. Every executor starts here, so their keys are the same."""
     did = dataset_id(ds)
-    tasks = select_instances(ds, cfg)
+    tasks = cfg.task(ds).instances()
     # one selection per dataset and store: a sample's tables never take in other results (run/sample.py)
-    sample_note = bind_sample(store, did, run_sample(ds, cfg), [t.instance_id for t in tasks])
+    sample_note = bind_sample(store, did, cfg.selection.sample_record(ds), [t.instance_id for t in tasks])
     keys: Mapping[str, AnswerKey] = {}
     if ds.held_back and cfg.score:
         keys = KeysOnDemand(ds)
@@ -340,7 +332,7 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
                     plan.deferred.setdefault(rec.instance_id, []).append(rec)
                 elif rec is not None:
                     try:
-                        if await score_stored(rec, by_id, keys, store, judges=judges, judge_repeats=cfg.judge_repeats):
+                        if await score_stored(rec, by_id, keys, store, judges=judges, judge_repeats=cfg.judge_repeats, scorers=cfg.scorers):
                             summary.rescored += 1
                     except CallDeferred:  # a judge call awaits its batch answer
                         summary.deferred += 1
@@ -372,7 +364,7 @@ async def finish(plan: Plan, rec: RunRecord, store: Store, cfg: RunConfig, bar: 
         summary.errors.append(f"{rec.status}: {what} [{rec.agent}]: {rec.error.splitlines()[0] if rec.error else ''}")
     if cfg.score:
         for r in plan.settle(rec.instance_id, rec):
-            await score_stored(r, plan.tasks, plan.keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
+            await score_stored(r, plan.tasks, plan.keys, store, judges=judges, judge_repeats=cfg.judge_repeats, scorers=cfg.scorers)
     bar.update(1)
     bar.set_postfix(ok=summary.ok, failed=summary.failed, errored=summary.errored)
 
@@ -383,7 +375,7 @@ async def elsewhere(plan: Plan, instance_id: str, store: Store, cfg: RunConfig, 
     plan.summary.elsewhere += 1
     if cfg.score:
         for r in plan.settle(instance_id, None):
-            await score_stored(r, plan.tasks, plan.keys, store, judges=judges, judge_repeats=cfg.judge_repeats)
+            await score_stored(r, plan.tasks, plan.keys, store, judges=judges, judge_repeats=cfg.judge_repeats, scorers=cfg.scorers)
     bar.update(1)
 
 
@@ -415,7 +407,7 @@ async def run_dataset(
     # memory agents run user by user, ingesting each history once (their own small code path)
     from iba.run import memory_runner
 
-    memory_runner.check_tasks(ds, select_instances(ds, cfg), cfg.agents, agent_for)
+    memory_runner.check_tasks(ds, cfg.task(ds).instances(), cfg.agents, agent_for)
     todo, groups = memory_runner.split(plan.todo, agent_for)
 
     histories: dict[str, list[Turn]] = {}
@@ -461,6 +453,7 @@ async def score_stored(
     *,
     judges: Sequence[Backend],
     judge_repeats: int = 1,
+    scorers: Sequence[str] = DEFAULT_SCORERS,
 ) -> int:
     """Score one stored record (task, QA probe or errored) unless already scored; returns how many
     ScoreRecords it wrote (0 for a generate task with neither judges nor verifiers)."""
@@ -468,6 +461,7 @@ async def score_stored(
     if key is None or task is None:
         return 0
     api = scenario_api(task.scenario) if task.action == "call_api" and rec.probe is None else None
-    return len(await score_record(rec, key, judges=list(judges), judge_repeats=judge_repeats, api_template=api, store=store))
+    return len(await score_record(rec, key, judges=list(judges), judge_repeats=judge_repeats, api_template=api, store=store,
+                                   scorers=scorers))
 
 

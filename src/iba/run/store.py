@@ -271,10 +271,6 @@ class Store(JudgeCalibrations):
                               rec.trial, rec.status, redact_stored(rec.model_dump_json())))
         return rec
 
-    def get_ingest(self, key: str) -> IngestRecord | None:
-        self._create(self._INGESTS_SCHEMA)
-        return self._record(IngestRecord, "ingests", "key=?", key)
-
     def ingests(self, run: str | None = None) -> list[IngestRecord]:
         """Stored IngestRecords (of one run name if given), oldest first."""
         self._create(self._INGESTS_SCHEMA)

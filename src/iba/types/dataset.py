@@ -71,7 +71,20 @@ class TaskView(Strict):
         return {k: v for k, v in out.items() if k != "probe"} if self.probe is None and isinstance(out, dict) else out
 
 
-class EvidenceLabel(Strict):
+class _Spanned(Strict):
+    """A label with an optional clause of its turn: text[span[0]:span[1]] == clause (fields in the subclass)."""
+
+    @model_validator(mode="after")
+    def _span_shape(self):  # type: ignore[no-untyped-def]
+        span, clause = self.span, self.clause  # type: ignore[attr-defined]
+        if (span is None) != (clause is None):
+            raise ValueError("span and clause go together: give both or neither")
+        if span is not None and not (0 <= span[0] < span[1] and span[1] - span[0] == len(clause or "")):
+            raise ValueError(f"span {list(span)} does not fit a clause of {len(clause or '')} characters")
+        return self
+
+
+class EvidenceLabel(_Spanned):
     turn_id: str
     signal_type: SignalType
     dimension: str
@@ -83,25 +96,13 @@ class EvidenceLabel(Strict):
     span: tuple[int, int] | None = None
     clause: str | None = None
 
-    @model_validator(mode="after")
-    def _span_shape(self) -> "EvidenceLabel":
-        _check_span(self.span, self.clause)
-        return self
-
-
-def _check_span(span: tuple[int, int] | None, clause: str | None) -> None:
-    if (span is None) != (clause is None):
-        raise ValueError("span and clause go together: give both or neither")
-    if span is not None and not (0 <= span[0] < span[1] and span[1] - span[0] == len(clause or "")):
-        raise ValueError(f"span {list(span)} does not fit a clause of {len(clause or '')} characters")
-
 
 # How a distractor preference is framed: the user's own preference on a topic none of their tasks
 # asks about, another person's, one the user no longer holds, or a hypothetical.
 DistractorForm = Literal["own_other_topic", "other_person", "ended", "hypothetical"]
 
 
-class DistractorLabel(Strict):
+class DistractorLabel(_Spanned):
     """A preference-shaped user turn that no task of its user depends on: a hard negative for
     retrieval. Evaluator-only (`distractors.jsonl`), like the answer key. Its dimension is never one
     a task of the user is scored on, nor related to one (see iba.construct.distractors)."""
@@ -115,11 +116,6 @@ class DistractorLabel(Strict):
     signal_type: SignalType
     span: tuple[int, int] | None = None
     clause: str | None = None
-
-    @model_validator(mode="after")
-    def _span_shape(self) -> "DistractorLabel":
-        _check_span(self.span, self.clause)
-        return self
 
 
 class Checkpoint(Strict):
