@@ -50,7 +50,9 @@ def check_spec(spec: str, model: bool = False) -> None:
             need.append("states=true")
         if model:
             need = []
-        if o.chain:
+            if o.chain:  # the deciding prompts continue one conversation: built only by a whole act()
+                raise ValueError(f"reach: {spec!r}: chain=true prompts are not built step by step; measure chain=false")
+        elif o.chain:
             need.append("chain=true")
         if need:
             raise ValueError(f"reach: {spec!r} needs a model ({', '.join(need)}); the model-free configuration is "
