@@ -20,8 +20,9 @@ from iba.types import TaskView
 # reply cap in tokens, from the reply model's bounds at a pessimistic 2.5 characters per token:
 # a grammar-constrained reply always fits, so none is cut off
 EXPANSION_TOKENS = 480
-# state queries (`states=true`): at most 6 of at most 200 characters, by the same measure
-STATE_TOKENS = 520
+# state queries (`states=true`): at most 6 of at most 200 characters at 1.5 characters per token, plus
+# the JSON: 2.5 was too few (a 0.5B reply of six long questions was cut at 520 tokens on PrefEval)
+STATE_TOKENS = 840
 
 Query = Annotated[str, Field(min_length=3, max_length=200)]
 
