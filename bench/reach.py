@@ -20,6 +20,15 @@ measures code *before* a change (run it with that code first on PYTHONPATH) and 
 
 With --budget, `&budget=B` is added to every rag and iba spec (rag: the passages that fit instead of
 k=3). With --no-budget the specs run as given and the measured prompt size is reported instead.
+
+With --model (and the model options of `iba run`: --base-url, --no-cache, --cache-dir...), specs with
+LLM steps before their deciding prompts are measured too: the default `iba` (expansion=llm, salience,
+compaction) or `iba?reranker=rules&compact=none` (only the expansion call), the deciding prompts being
+what the agent builds after its real calls. The calls go through the response cache, so a rerun of
+the same command replays them:
+
+  python bench/reach.py DATASET --users 8 --seed 707 --cache-dir C --out llm.jsonl --model local:qwen2.5-coder-0.5b \\
+      --agent 'iba?reranker=rules&compact=none' --agent 'iba?reranker=rules&compact=none&states=true' --budget 4000
 Resumable: rows already in --out are skipped (rerun the same command). Prints progress with an ETA
 on stderr and, at the end, the table (also with --report-only) as Markdown.
 """
@@ -44,6 +53,7 @@ from iba.agents.base import AgentEnv, parse_agent_spec
 from iba.dataset import Dataset
 from iba.llm.base import Backend, Completion
 from iba import registry
+from iba.commands.model_options import add_backend_arguments, backend_from_args
 
 try:  # code before issue 26 has no model-free prompt builder: --no-budget runs its agents instead
     from iba.run.prompt_reach import SpecPrompts
@@ -148,6 +158,9 @@ async def measure(a: argparse.Namespace) -> None:
                 done.add((row["instance_id"], row["agent"], row["budget"]))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     todo = [(t, s, b) for t in tasks for s in a.agents for b in budgets if (t.instance_id, s, b) not in done]
+    # with --model, the specs' LLM steps before the deciding prompts (expansion, salience, compaction)
+    # run on it, through the response cache: a rerun replays them
+    model = {"backend": backend_from_args(a.model, a)} if a.model else {}
     with a.out.open("a") as f:
         if not done:
             f.write(json.dumps({"command": a.command, "dataset": str(a.dataset), "users": a.users, "seed": a.seed}) + "\n")
@@ -163,12 +176,14 @@ async def measure(a: argparse.Namespace) -> None:
             history = ds.history(task.user_id)
             turns = {t.id: t for t in history}
             slots = {s.id for s in key.slots}
-            builder = None if slow else SpecPrompts(spec, task, history, a.cache_dir, scenarios=ds.scenario_names)
+            builder = None if slow else SpecPrompts(spec, task, history, a.cache_dir, scenarios=ds.scenario_names, **model)
             for _, budget in items:
                 n += 1
                 if builder is not None:
                     prompts = await builder.prompts(budget)
                 else:
+                    if a.model:
+                        raise SystemExit("bench/reach.py: --model needs --budget (the prompt builders); --no-budget records a model-free act()")
                     recorder = PromptRecorder()
                     env = AgentEnv(backend=recorder, cache_dir=a.cache_dir, scenarios=ds.scenario_names)
                     name, options = parse_agent_spec(with_budget(spec, budget))
@@ -274,7 +289,9 @@ def main() -> None:
     p.add_argument("--budget", action="append", type=int, dest="budgets", metavar="TOKENS",
                    help="deciding-prompt budget, repeatable (added as &budget=B to rag and iba specs)")
     p.add_argument("--no-budget", action="store_true", help="run the specs as given (code without budgets)")
-    p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"))
+    add_backend_arguments(p, model_default=None, model_help="run the specs' LLM steps before the deciding prompts "
+                          "(iba's expansion=llm, states=true, reranker=llm, compact=llm) on this model, through the "
+                          "response cache in --cache-dir; without it only model-free specs are measured. ")
     p.add_argument("--out", type=Path, required=True, help="JSONL of per-instance results (the resume point)")
     p.add_argument("--report-only", action="store_true")
     p.add_argument("--against", metavar="SPEC", help="also report each configuration minus SPEC, paired by instance")
@@ -287,6 +304,8 @@ def main() -> None:
         a.budgets = [1000, 2000, 4000, 8000]
     if a.budgets and SpecPrompts is None:
         p.error("this code has no prompt budgets (iba.run.prompt_reach); use --no-budget")
+    if a.model and not a.budgets:
+        p.error("--model needs --budget: the prompts are built by iba.run.prompt_reach")
     if not a.report_only:
         asyncio.run(measure(a))
     print(report(a.out))

@@ -9,6 +9,7 @@ a model-free iba configuration, where its gold turns were lost (issue 26).
   never retrieved   no gold turn of the target is in any passage Deep Retrieval found
 
   python bench/reach_misses.py DATASET --users 8 --seed 101 --budget 4000 --cache-dir C [--spec 'unit=mixed'] [--show 30]
+  python bench/reach_misses.py ... --spec states=true --model local:qwen2.5-coder-0.5b   # LLM steps, cached
 
 Each miss is also counted by where its preference comes from (`preference`: a lasting one; `state`: a
 transient state, e.g. a recent injury that rules out a long walk) and by the Table 12 signal of its
@@ -29,6 +30,7 @@ from iba.agents.base import AgentEnv, parse_agent_spec, parse_options
 from iba.agents.iba_options import IBAOptions
 from iba.agents.toolkit import Toolkit
 from iba.agents.trace import Trace
+from iba.commands.model_options import add_backend_arguments, backend_from_args
 from iba.dataset import Dataset
 from iba.eval.reach import gold_clauses, reach_of, target_params
 from iba.retrieval.evaluate import sample_users
@@ -40,6 +42,9 @@ async def main(a: argparse.Namespace) -> None:
     keys = ds.answer_keys()
     tasks = sample_users(list(ds.instances), a.users, a.seed) if a.users else list(ds.instances)
     spec = "iba?expansion=template&reranker=rules&compact=none" + (f"&{a.spec}" if a.spec else "")
+    # with --model, the spec's LLM steps (states=true, expansion=llm) run on it through the response
+    # cache: the same calls as bench/reach.py --model made, replayed
+    backend = backend_from_args(a.model, a) if a.model else None
     opts = parse_options(IBAOptions, {**parse_agent_spec(spec)[1], "budget": str(a.budget)}, "iba")
     stages: dict[str, collections.Counter[str]] = {"slot": collections.Counter(), "checkpoint": collections.Counter()}
     # misses by where the preference comes from (a lasting preference, or a transient state) and the
@@ -49,8 +54,8 @@ async def main(a: argparse.Namespace) -> None:
         key = keys[task.instance_id]
         history = ds.history(task.user_id)
         turns = {t.id: t for t in history}
-        reached = reach_of(key, turns, await SpecPrompts(f"{spec}", task, history, a.cache_dir, scenarios=ds.scenario_names).prompts(a.budget))
-        tools = Toolkit(AgentEnv(backend=None, cache_dir=a.cache_dir, scenarios=ds.scenario_names), opts, task, history, Trace())  # type: ignore[arg-type]
+        reached = reach_of(key, turns, await SpecPrompts(f"{spec}", task, history, a.cache_dir, scenarios=ds.scenario_names, backend=backend).prompts(a.budget))
+        tools = Toolkit(AgentEnv(backend=backend, cache_dir=a.cache_dir, scenarios=ds.scenario_names), opts, task, history, Trace())  # type: ignore[arg-type]
         await tools.deep_retrieve()
         pool = {t for p in tools.pool.passages for t in p.turn_ids} if tools.pool else set()
         kept = {t for p in tools.evidence for t in p.turn_ids}
@@ -94,5 +99,6 @@ if __name__ == "__main__":
     p.add_argument("--budget", type=int, default=4000)
     p.add_argument("--spec", default="", help="extra iba options, e.g. unit=mixed&contrast=true")
     p.add_argument("--show", type=int, default=0, help="print this many misses")
-    p.add_argument("--cache-dir", type=Path, default=Path(".iba-cache"))
+    add_backend_arguments(p, model_default=None, model_help="for --spec options with LLM steps (states=true, "
+                          "expansion=llm): ")
     asyncio.run(main(p.parse_args()))

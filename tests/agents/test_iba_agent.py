@@ -278,6 +278,7 @@ async def test_scenario_contrast_needs_three_scenarios(tmp_path):
     ({"retrieval": "false", "k": "3", "scan": "false"}, "k, scan would change nothing: retrieval=false"),
     ({"btda": "false", "compact": "none"}, "compact would change nothing: btda=false"),
     ({"reranker": "rules", "max_candidates": "4"}, "max_candidates would change nothing"),
+    ({"retrieval": "false", "states": "true"}, "states would change nothing: retrieval=false"),
     ({"unit": "turn", "size": "64"}, "size would change nothing: unit=turn"),
 ])
 def test_options_that_would_change_nothing_are_rejected_by_name(opts, named):

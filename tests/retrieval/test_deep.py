@@ -329,3 +329,43 @@ def test_repeat_search_equals_counting_every_posting():
         assert sentences.repeating(set(probe), overlap) == want  # remembered
         found += bool(want)
     assert found > 30  # the probes do find repeats (the comparison is not of empty sets)
+
+
+async def test_state_queries_are_searched_and_rank_the_views_only_when_on(tmp_path):
+    """states=true: the writer's sentences are searched like the facets (labelled "state") and join
+    the view queries; off, or with no writer plugged in, nothing changes and the writer is not asked."""
+    from iba.retrieval.deep import DeepRetrieval
+
+    history = make_history([
+        ("user", "My dentist pulled a molar yesterday and chewing hurts."),
+        ("assistant", "Sorry to hear that."),
+        ("user", "The weather is grey again."),
+        ("assistant", "Indeed."),
+    ], per_session=4)
+    index = HistoryIndex.build(history, HashEmbedder(), tmp_path, unit="turn")
+    asked: list[str] = []
+
+    async def load():
+        return index
+
+    async def write(task, step):
+        asked.append(task.query)
+        return ["my dentist pulled a molar and chewing hurts", "I am short of money this month"]
+
+    for on in (False, True):
+        asked.clear()
+        deep = DeepRetrieval(API_TASK, MODEL_FREE.model_copy(update={"states": on}), load, states=write)
+        await deep.run()
+        labels = [label for label, _ in deep.rankings]
+        assert (labels.count("state") == 2) is on and (asked == [API_TASK.query]) is on
+        assert deep.view_queries()[6:] == (["my dentist pulled a molar and chewing hurts", "I am short of money this month"] if on else [])
+        if on:
+            found = dict(deep.rankings[labels.index("state")][1][0].__dict__)
+            assert "molar" in found["text"]
+            assert "states" in deep.queries.model_dump()
+        else:
+            assert "states" not in deep.queries.model_dump()  # dumps without it read as before
+    # no writer (an eval without a model): states=true has nothing to search with
+    deep = DeepRetrieval(API_TASK, MODEL_FREE.model_copy(update={"states": True}), load)
+    await deep.run()
+    assert "state" not in [label for label, _ in deep.rankings]

@@ -55,8 +55,34 @@ async def test_model_free_prompts_are_the_agents_own(tmp_path, spec, task):
 @pytest.mark.parametrize("spec, named", [
     ("iba", "expansion=llm, reranker=llm, compact=llm"),
     ("iba?expansion=template&reranker=rules", "compact=llm"),
+    ("iba?expansion=template&reranker=rules&compact=none&states=true", "states=true"),
     ("iba-fc", "cannot be measured without a model"),
 ])
 def test_configurations_that_need_a_model_are_refused(spec, named):
     with pytest.raises(ValueError, match=named):
         check_spec(spec)
+
+
+def test_with_a_model_the_llm_steps_may_run_but_not_a_chain():
+    check_spec("iba", model=True)
+    check_spec("iba?expansion=template&reranker=rules&compact=none&states=true", model=True)
+    with pytest.raises(ValueError, match="chain"):
+        check_spec("iba?chain=true", model=True)
+    with pytest.raises(ValueError, match="cannot be measured"):
+        check_spec("iba-fc", model=True)
+
+
+@pytest.mark.slow
+async def test_reach_with_a_real_model_runs_its_expansion_and_state_calls(smollm_backend, tmp_path):
+    """bench/reach.py --model: the deciding prompts are built after the spec's real LLM steps (the
+    packaged SmolLM2 writes the facet and state queries, which are then searched)."""
+    spec = "iba?reranker=rules&compact=none&states=true&size=64&overlap=10"
+    sp = SpecPrompts(spec, API_TASK, small_history(), tmp_path / "cache", backend=smollm_backend)
+    prompts = await sp.prompts(1000)
+    assert [p.step for p in prompts][-1] == "synthesize" and all(p.text for p in prompts)
+    steps = {s.step: s for s in sp._tools.trace.steps}
+    assert steps["expand_queries"].llm_calls >= 1 and steps["expand_queries"].prompt == "agent_query_expansion"
+    state = steps["state_queries"]
+    assert state.llm_calls >= 1 and state.prompt == "agent_state_queries" and state.prompt_hash and state.outputs
+    searched = [label for label, _ in sp._tools.deep.rankings]
+    assert searched.count("state") == len(state.outputs)

@@ -81,7 +81,7 @@ class IBAOptions(DeepOptions):
 
 
 # options that only Deep Retrieval reads
-_DEEP_ONLY = ("expansion", "reranker", "k", "method", "feedback", "scan", "repeats", "slots", "values", "contrast",
+_DEEP_ONLY = ("expansion", "reranker", "k", "method", "feedback", "scan", "repeats", "slots", "values", "states", "contrast",
               "max_candidates", "max_passages", "retain_at")
 
 

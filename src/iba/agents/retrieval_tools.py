@@ -12,7 +12,7 @@ from iba.prompts import render
 from iba.retrieval.deep import CandidatePool, DeepRetrieval, StepLike
 from iba.retrieval.expansion import FacetQueries, schema_terms
 from iba.retrieval.index import HistoryIndex
-from iba.retrieval.llm_expansion import EXPANSION_TOKENS, llm_facet_queries
+from iba.retrieval.llm_expansion import EXPANSION_TOKENS, STATE_TOKENS, llm_facet_queries, llm_state_queries, state_prompt
 from iba.retrieval.passage import Method, Passage
 from iba.retrieval.salience import SalienceScore
 from iba.retrieval.views import user_view
@@ -26,6 +26,7 @@ class DeepRetrievalTools(ToolState):
             expand=self._llm_expand if o.expansion == "llm" else None,
             score=self._llm_score if o.reranker != "rules" else None,
             scenarios=self.env.scenarios, trace=self.trace,
+            states=self._llm_states if o.states else None,
         )
 
     async def build_index(self) -> HistoryIndex:
@@ -70,6 +71,12 @@ class DeepRetrievalTools(ToolState):
         queries, comps = await llm_facet_queries(self.backend, task, self.env.seed, self._cap(EXPANSION_TOKENS))
         step.llm(None, comps)
         return queries
+
+    async def _llm_states(self, task, step: StepLike) -> list[str]:
+        step.llm(state_prompt(task), [])
+        states, comps = await llm_state_queries(self.backend, task, self.env.seed, self._cap(STATE_TOKENS))
+        step.llm(None, comps)
+        return states
 
     async def _llm_score(self, cands: list[Passage], pool: CandidatePool, step: StepLike) -> list[SalienceScore]:
         """Table 12 by the model: all candidates in one call (`llm`) or one call each (`each`, the naive

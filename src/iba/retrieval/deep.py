@@ -1,6 +1,7 @@
 """Deep Retrieval (paper section 4): the model-free parts and their offline composition.
 
-    task query + 5 facet sub-queries (Table 3) [+ one per API choice parameter: optional, off]
+    task query + 5 facet sub-queries (Table 3) [+ one per API choice parameter, one per value, the
+    LLM's state queries: optional, off]
     -> similarity retrieval (top-k each)
     -> relevance feedback (the best candidates' cue lines as queries, top-2 each; our addition:
        users repeat themselves across sessions, and the gold evidence often sits in those repeats)
@@ -74,8 +75,15 @@ class DeepResult(Strict):
 
 def labelled_queries(task: TaskView, queries: FacetQueries, slots: bool = False, values: bool = False) -> list[tuple[str, str]]:
     """The task text first ("task"), then one query per facet, then (with `slots`) one per choice
-    parameter of an API task, then (with `values`) one per allowed value of each."""
-    return [("task", task.query), *queries.items(), *(slot_queries(task) if slots else []), *(value_queries(task) if values else [])]
+    parameter of an API task, then (with `values`) one per allowed value of each, then the LLM's state
+    queries ("state") when it wrote any."""
+    return [("task", task.query), *queries.items(), *extra_queries(task, queries, slots, values)]
+
+
+def extra_queries(task: TaskView, queries: FacetQueries, slots: bool = False, values: bool = False) -> list[tuple[str, str]]:
+    """The queries searched beside the facets: slot, value and state queries."""
+    return [*(slot_queries(task) if slots else []), *(value_queries(task) if values else []),
+            *(("state", q) for q in queries.states)]
 
 
 def slot_queries(task: TaskView) -> list[tuple[str, str]]:
@@ -398,6 +406,10 @@ class DeepOptions(Strict):
     repeats: bool = True  # fold in the turns where the user repeated a kept passage's cue sentence
     slots: bool = False  # one more query per API choice parameter (`slot_queries`)
     values: bool = False  # one more query per allowed value of each API choice parameter (`value_queries`)
+    # one LLM call more: 3-6 first-person sentences about the person's circumstances that would bear on
+    # the task (iba.retrieval.llm_expansion.llm_state_queries), searched like the facets (beside the LLM's
+    # or the templates') and ranking the views beside them
+    states: bool = False
     # move each candidate's relevance by how much nearer it is to the task's scenario name than to
     # the benchmark's other scenario names (3 or more; `CONTRAST_WEIGHT` points per pool sd)
     contrast: bool = False
@@ -431,8 +443,10 @@ class NoTrace:
         yield _Quiet()
 
 
-# expansion: (task, step) -> facet queries; scoring: (candidates, pool, step) -> one score each
+# expansion: (task, step) -> facet queries; states: (task, step) -> state queries; scoring:
+# (candidates, pool, step) -> one score each
 Expander = Callable[[TaskView, StepLike], Awaitable[FacetQueries]]
+StateWriter = Callable[[TaskView, StepLike], Awaitable[list[str]]]
 Scorer = Callable[[list[Passage], CandidatePool, StepLike], Awaitable[list[SalienceScore]]]
 
 
@@ -446,15 +460,16 @@ class DeepRetrieval:
 
     index: an async callable that loads the history index (the agents load it off the event loop).
     expand / score: the LLM plug-ins; None = template queries / the rule scorer.
+    states: the LLM's state queries (`states=true`), a step after the expansion; None = none.
     scenarios: the benchmark's public scenario names, for `contrast`."""
 
     def __init__(
         self, task: TaskView, opts: DeepOptions, index: Callable[[], Awaitable[HistoryIndex]], *,
         expand: Expander | None = None, score: Scorer | None = None, scenarios: Sequence[str] = (),
-        trace: Tracer | None = None,
+        trace: Tracer | None = None, states: StateWriter | None = None,
     ) -> None:
         self.task, self.o, self._index = task, opts, index
-        self._expand, self._score = expand, score
+        self._expand, self._score, self._states = expand, score, states
         self.scenarios = tuple(scenarios)
         self.trace: Tracer = trace or NoTrace()
         self.rankings: list[tuple[str, list[Passage]]] = []
@@ -477,11 +492,17 @@ class DeepRetrieval:
         return found
 
     async def expand(self) -> FacetQueries:
-        """The five facet sub-queries of Table 3 (the expansion plug-in, else the templates)."""
+        """The five facet sub-queries of Table 3 (the expansion plug-in, else the templates), and the
+        state queries when asked for and a writer is plugged in."""
         mode = "template" if self._expand is None else self.o.expansion
         with self.trace.step("expand_queries", {"query": self.task.query, "mode": mode}) as step:
             self.queries = template_queries(self.task) if self._expand is None else await self._expand(self.task, step)
             step.outputs = self.queries
+        if self._states is not None and self.o.states:
+            with self.trace.step("state_queries", {"query": self.task.query}) as step:
+                found = await self._states(self.task, step)
+                self.queries = self.queries.model_copy(update={"states": found})
+                step.outputs = found
         return self.queries
 
     def _labelled(self) -> list[tuple[str, str]]:
@@ -498,9 +519,9 @@ class DeepRetrieval:
         """Top-k passages for each facet sub-query (and slot query), in one batch; they join the pool."""
         index = await self._index()
         queries = self.queries or await self.expand()
-        extra = [*(slot_queries(self.task) if self.o.slots else []), *(value_queries(self.task) if self.o.values else [])]
+        extra = extra_queries(self.task, queries, self.o.slots, self.o.values)
         labelled = [*queries.items(), *extra]
-        with self.trace.step("facet_retrieve", {"queries": queries, "slot_queries": [q for _, q in extra],
+        with self.trace.step("facet_retrieve", {"queries": queries, "slot_queries": [q for lbl, q in extra if lbl != "state"],
                                                 "k": self.o.k, "method": self.o.method}) as step:
             results = await asyncio.to_thread(index.search_many, [q for _, q in labelled], self.o.k, self.o.method)
             new: list[Passage] = []

@@ -25,6 +25,9 @@ class FacetQueries(Strict):
     decision: str = Field(min_length=3, description="options or trade-offs the user chose before")
     correction: str = Field(min_length=3, description="what the user corrected, rejected or changed their mind on")
     habit: str = Field(min_length=3, description="what the user does repeatedly or usually")
+    # not a facet: the LLM's sentences about the person's circumstances (`states=true`; none from templates)
+    # (left out of dumps when empty, so prompts and traces without it read as before)
+    states: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     def items(self) -> list[tuple[str, str]]:
         return [(f, getattr(self, f)) for f in FACETS]

@@ -2,7 +2,8 @@
 task at a prompt-token budget, built by the agents' own code without a model, and whether each
 checkpoint's or slot's gold clause reaches them whole (iba.eval.reach).
 
-Model-free configurations only, since what an LLM step writes cannot be known without running it:
+Model-free configurations, since what an LLM step writes cannot be known without running it, unless
+a backend is given: then the spec's LLM steps before the deciding prompts run on it (bench/reach.py --model):
 `rag` (its budget picks the passages), `direct` (the most recent whole turns that fit), and `iba`
 with `expansion=template&reranker=rules` and, where BT+DA runs, `compact=none`. Their later prompts
 are built as if every model step before them had answered with nothing (no preferences, no plan):
@@ -24,7 +25,7 @@ from iba.agents.rag import RANK_DEPTH, RagOptions, load_index, rag_prompt
 from iba.agents.toolkit import Toolkit
 from iba.agents.trace import Trace, prompt_text
 from iba.eval.reach import DecidingPrompt, normalise, reach_of
-from iba.llm.base import approx_tokens
+from iba.llm.base import Backend, approx_tokens
 from iba.prompts import render
 from iba.retrieval.chunking import turn_line
 from iba.types import AnswerKey, TaskView, Turn
@@ -32,8 +33,9 @@ from iba.types import AnswerKey, TaskView, Turn
 AGENTS = ("rag", "direct", "iba")
 
 
-def check_spec(spec: str) -> None:
-    """ValueError unless `spec` is a configuration whose deciding prompts need no model."""
+def check_spec(spec: str, model: bool = False) -> None:
+    """ValueError unless `spec` is a configuration whose deciding prompts need no model (`model`: a
+    model is given, so its LLM steps before the deciding prompts may run: expansion, salience, compaction)."""
     name, options = parse_agent_spec(spec)
     if name not in AGENTS:
         raise ValueError(f"reach: agent {name!r} cannot be measured without a model; choose one of {', '.join(AGENTS)}")
@@ -44,7 +46,13 @@ def check_spec(spec: str) -> None:
         need = [f"{k}={getattr(o, k)}" for k in ("expansion", "reranker") if o.retrieval and getattr(o, k) != ("template" if k == "expansion" else "rules")]
         if o.btda and o.compact != "none":
             need.append(f"compact={o.compact}")
-        if o.chain:
+        if o.retrieval and o.states:
+            need.append("states=true")
+        if model:
+            need = []
+            if o.chain:  # the deciding prompts continue one conversation: built only by a whole act()
+                raise ValueError(f"reach: {spec!r}: chain=true prompts are not built step by step; measure chain=false")
+        elif o.chain:
             need.append("chain=true")
         if need:
             raise ValueError(f"reach: {spec!r} needs a model ({', '.join(need)}); the model-free configuration is "
@@ -55,11 +63,12 @@ class SpecPrompts:
     """One spec on one task: retrieval once, then the deciding prompts at any budget."""
 
     def __init__(self, spec: str, task: TaskView, history: list[Turn], cache_dir: Path, embedder: str = "minilm",
-                 scenarios: Sequence[str] = ()) -> None:
-        check_spec(spec)
+                 scenarios: Sequence[str] = (), backend: Backend | None = None, seed: int = 42) -> None:
+        check_spec(spec, model=backend is not None)
         self.name, self.options = parse_agent_spec(spec)
         self.task, self.history = task, history
-        self.env = AgentEnv(backend=None, cache_dir=cache_dir, embedder=embedder, scenarios=tuple(scenarios))  # type: ignore[arg-type]
+        # with a backend, the spec's LLM steps before the deciding prompts run on it (a real expansion call)
+        self.env = AgentEnv(backend=backend, cache_dir=cache_dir, embedder=embedder, scenarios=tuple(scenarios), seed=seed)  # type: ignore[arg-type]
         self._tools: Toolkit | None = None
         self._ranked: list | None = None
 
