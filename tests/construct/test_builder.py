@@ -49,11 +49,11 @@ DEMO_SEED_42_V2 = {
 
 DEMO_SEED_42 = {  # generator version 3 (the default)
     "answer_key.jsonl": "8744f2d402389ce3",
-    "distractors.jsonl": "c333e78195aa1b50",
-    "histories/u0000.jsonl": "a0d5050b121cb437",
-    "histories/u0001.jsonl": "fd81c2950f95daf0",
-    "histories/u0002.jsonl": "5e1445c29f33ef03",
-    "histories/u0003.jsonl": "243f7443196e98e7",
+    "distractors.jsonl": "c54dfb4f47f58ac8",
+    "histories/u0000.jsonl": "31fb7981518f4f8c",
+    "histories/u0001.jsonl": "65975341e1200574",
+    "histories/u0002.jsonl": "2f76e13652a740c7",
+    "histories/u0003.jsonl": "beb54079d4f2d95f",
     "instances.jsonl": "e4b69303ccb894ae",
     "manifest.json": "b7a03a70b26431b2",
     "persona_states.jsonl": "abf1af43238a794e",

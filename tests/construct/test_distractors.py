@@ -152,3 +152,23 @@ def test_no_distractors_knob(tmp_path):
     ds = Dataset(tmp_path)
     assert ds.distractors() == {} and ds.manifest.counts["distractor_turns"] == 0
     assert not (tmp_path / "distractors.jsonl").exists()
+
+
+def test_an_ended_preference_is_reported_speech_in_the_words_new_ones_use(small):
+    """Generator 3: an ended preference is what the user used to say (a cue in the present tense
+    reads right after "I'd have said", not after "a few years back"), and the words that say it
+    ended also tell of a new preference in evidence frames, so that they do not mark a distractor."""
+    from iba.construct.evidence_bank import ENDED_FRAMES_V3, RECENT_FRAMES_V3
+
+    seen = 0
+    for user, items in small.distractors().items():
+        text = {t.id: t.text for t in small.history(user)}
+        for lab in items:
+            if lab.form == "ended":
+                before = text[lab.turn_id][: lab.span[0]]
+                # (the scenario, where named, comes between: "I'd have said with X, ...")
+                assert any(v in before for v in ("have said ", "used to say ", "told you ", "used to be sure that ")), text[lab.turn_id]
+                seen += 1
+    assert seen > 5
+    for marker in ("used to", "a few years back", "moved on", "student days", "these days", "come round"):
+        assert any(marker in f for f in ENDED_FRAMES_V3) and any(marker in f for f in RECENT_FRAMES_V3), marker

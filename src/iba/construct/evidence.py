@@ -112,7 +112,7 @@ def _first_piece(rng: random.Random, signal: str, *, anchor: str | None, frame: 
     or a hypothetical preference, a recent change)."""
     low = _token(0)
     if anchor:
-        low = rng.choice(bank.ANCHORS).format(scenario=anchor, cue=low).rstrip(".")
+        low = rng.choice(bank.ANCHORS_V3 if v3 else bank.ANCHORS).format(scenario=anchor, cue=low).rstrip(".")
     if frame:
         if v3 and anchor and not _keeps_capital(low):  # "as of this year, with X, ..." (v2: "With X")
             low = low[:1].lower() + low[1:]
@@ -232,7 +232,8 @@ def render_exchange(
     ack = _take(rng, voice, bank.ACKS[item.signal_type], bank.SHORT_ACKS)
     anchored = item.anchored or rng.random() < anchor_prob
     anchor = scenario if anchored else None
-    frames: Sequence[str] = bank.RECENT_FRAMES if item.recent and rng.random() < bank.RECENT_PROB else ()
+    recent = bank.RECENT_FRAMES_V3 if voice.version >= 3 else bank.RECENT_FRAMES
+    frames: Sequence[str] = recent if item.recent and rng.random() < bank.RECENT_PROB else ()
     reveals = item.reveals
     if item.position == 0:
         text, spans = preference_text(rng, voice, item.signal_type, reveals, suffix=False, anchor=anchor, tail=opener, frames=frames)
@@ -250,7 +251,8 @@ def render_framed_distractor(rng: random.Random, voice: Voice, item: DistractorI
     wrapper like evidence, the cue inside a frame that says when or whether; one user turn and the
     assistant's short reply."""
     scenario = _scenario_phrase(item.scenario.name)
-    raw = {"ended": bank.ENDED_FRAMES, "hypothetical": bank.HYPOTHETICAL_FRAMES}[item.form]
+    ended = bank.ENDED_FRAMES_V3 if voice.version >= 3 else bank.ENDED_FRAMES
+    raw = {"ended": ended, "hypothetical": bank.HYPOTHETICAL_FRAMES}[item.form]
     frames = [f.format(cue="{cue}", scenario=scenario) for f in raw]
     anchor = scenario if item.anchored and item.form == "ended" else None
     text, spans = preference_text(rng, voice, item.signal_type, item.reveals, anchor=anchor, frames=frames)

@@ -148,6 +148,13 @@ ANCHORS: tuple[str, ...] = (
     "About {scenario}: {cue}.", "On the {scenario} front, {cue}.", "Where {scenario} is concerned, {cue}.",
 )
 ANCHOR_PROB = 0.25  # evidence at position 2 names its scenario this often (position 0 always does)
+# Version 3: anchors also in the conditional form hypothetical distractors take ("if I ever had to
+# deal with..."), so that "if"/"whenever I" is no mark of a hypothetical (the style audit, issue 32):
+# said of a task the user does, a condition keeps the preference the user's.
+ANCHORS_V3: tuple[str, ...] = (
+    *ANCHORS, "Whenever I have to deal with {scenario}, {cue}.", "If it's {scenario}, {cue}.",
+    "When {scenario} is on my plate, {cue}.", "If I'm handling {scenario}, {cue}.",
+)
 # Frames that change when a preference is or whether it is real, inside the cue's place in a
 # signal-type wrapper (so a distractor is built by the same machinery as evidence).
 # who else takes part: who -> (they, them)
@@ -177,6 +184,21 @@ RECENT_FRAMES: tuple[str, ...] = (
     "lately {cue}", "{cue}, at least lately", "things have changed: {cue}", "as of this year, {cue}", "{cue}, as of late",
 )
 RECENT_PROB = 0.5
+# Version 3: ended preferences and new ones are told in the same words ("used to", "a few years
+# back", "moved on", "these days"); only where the cue sits says which one holds now. In version 2
+# an ended frame's words alone marked a distractor (the style audit: 0.90 AUC against evidence).
+RECENT_FRAMES_V3: tuple[str, ...] = (
+    *RECENT_FRAMES, "I used to see it differently, but I've moved on since: {cue}",
+    "a few years back I'd have said otherwise; these days {cue}", "there was a time I'd have disagreed, but now {cue}",
+    "that's changed since my student days: {cue}", "I've come round to it these days: {cue}",
+)
+# The cue is what the user used to say (reported, so that a cue in the present tense reads right:
+# v2's "a few years back I skip breakfast" did not).
+ENDED_FRAMES_V3: tuple[str, ...] = (
+    "back in my student days I'd have said {cue}, but that was a long time ago", "I used to say {cue}, but that's changed",
+    "a few years back I'd have said {cue}; I've moved on since", "there was a time I'd have told you {cue}, but not these days",
+    "in my twenties I'd have said {cue}; that phase is over", "I used to be sure that {cue}, but I've come round since",
+)
 # The assistant's reply to a distractor told in passing (other people's, ended, hypothetical).
 ASIDE_REPLIES: tuple[str, ...] = (
     "Ha, everyone has their own thing.", "Fair enough!", "People really do change.", "Interesting!", "Noted, ha.",
