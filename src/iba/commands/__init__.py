@@ -17,3 +17,11 @@ docs/ARCHITECTURE.md: a command may import any package, no package imports a com
     import_data     `iba import` (iba.adapters)
     batch, submit, export                batch rounds, submission files, Hugging Face export
 """
+
+import sys
+
+
+def fail(message: object) -> int:
+    """Say `error: MESSAGE` on stderr; returns 2, the status of a command whose input the user must fix."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2

@@ -7,6 +7,8 @@ import asyncio
 import sys
 from pathlib import Path
 
+from iba.commands import fail
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from iba.argtypes import positive_int
@@ -48,8 +50,7 @@ def main(args: argparse.Namespace) -> int:
         folder = BatchFolder(args.dir)
         return ACTIONS[args.action](folder, args)
     except BatchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
 
 
 def _status(folder, args) -> int:
@@ -106,8 +107,7 @@ def _answer(folder, args) -> int:
     try:
         backend = backend_from_args(args.model, args)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     counts = asyncio.run(answer_awaiting(folder, backend, limit=args.limit, progress=not args.quiet))
     print(f"{counts['answered']} answered, {counts['failed']} failed (asked again next round) by {backend.model_id}"
           + (f"; {counts['other_model']} of them were written for another model" if counts["other_model"] else ""))
