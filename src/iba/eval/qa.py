@@ -102,17 +102,12 @@ def parse_choice_why(text: str, n_options: int, options: Sequence[str] | None = 
         # a leading letter and parenthesised letters form one rule, so "(A) or (B)" is ambiguous
         [idx(m.group(1)) for m in [_LEADING.match(clean)] if m] + [idx(m.group(1)) for m in _PAREN.finditer(clean)],
     ]
-    for found in rules:
-        picked = _single([i for i in found if i is not None])
-        if picked is False:
-            return None, "hedged_answer"
-        if picked is not None:
-            return int(picked), ""
     if options:
         body = f" {_norm(clean)} "
         hits = [i for i, o in enumerate(options[:n_options]) if _norm(o) and f" {_norm(o)} " in body]
-        hits = [i for i in hits if not any(j != i and _norm(options[i]) in _norm(options[j]) for j in hits)]
-        picked = _single(hits)
+        rules.append([i for i in hits if not any(j != i and _norm(options[i]) in _norm(options[j]) for j in hits)])
+    for found in rules:
+        picked = _single([i for i in found if i is not None])
         if picked is False:
             return None, "hedged_answer"
         if picked is not None:
