@@ -21,13 +21,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         description="Upload each round file not yet sent (Files API, purpose batch) and create one "
                         "batch per file (/v1/chat/completions, 24h window). Needs OPENAI_API_KEY; the endpoint is "
                         "--base-url or OPENAI_BASE_URL (default OpenAI's).")
-    sm.add_argument("dir", type=Path)
-    sm.add_argument("--base-url", default=None, help="the provider's API URL (default: $OPENAI_BASE_URL, else OpenAI)")
     co = sub.add_parser("collect", help="fetch the results of sent batches that have finished",
                         description="Ask each sent batch for its state and store the output of finished ones in "
                         "DIR/results/; exits 1 while some are still running. Then rerun `iba run ... --batch DIR`.")
-    co.add_argument("dir", type=Path)
-    co.add_argument("--base-url", default=None, help="the provider's API URL (default: $OPENAI_BASE_URL, else OpenAI)")
+    for sp in (sm, co):
+        sp.add_argument("dir", type=Path)
+        sp.add_argument("--base-url", default=None,
+                        help="the provider's API URL (default: $OPENAI_BASE_URL, else OpenAI)")
     im = sub.add_parser("import", help="store a Batch API output file answered elsewhere",
                         description="Check every line of RESULTS (custom_id one of DIR's requests; a response "
                         "with status_code and body, or an error) and store it in DIR/results/.")
