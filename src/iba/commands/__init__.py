@@ -9,7 +9,7 @@ imports a command.
 import sys
 
 
-def fail(message: object) -> int:
-    """Say `error: MESSAGE` on stderr; returns 2, the status of a command whose input the user must fix."""
-    print(f"error: {message}", file=sys.stderr)
+def fail(message: object, who: str = "error") -> int:
+    """Say `WHO: MESSAGE` on stderr; returns 2, the status of a command whose input the user must fix."""
+    print(f"{who}: {message}", file=sys.stderr)
     return 2
