@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from iba.construct.evidence import clause, fill, find_spans
+from iba.construct.evidence import clause, fill
 from iba.dataset import Dataset, DatasetError
 
 
@@ -21,12 +21,7 @@ def test_fill_puts_cues_in_verbatim_and_knows_where():
     assert spans["b"][2] == "Congee is fine!"  # the capitalised token; "!!" collapsed to one
 
 
-def test_find_spans_on_text_written_elsewhere():
-    text = "Hmm. Even a single chili flake makes my eyes water. Thanks."
-    (s, e, c), = find_spans(text, [("spice", "even a single chili flake makes my eyes water.")]).values()
-    assert text[s:e] == c == "Even a single chili flake makes my eyes water"
-    with pytest.raises(RuntimeError):
-        find_spans(text, [("x", "not in the text")])
+def test_clause_folds_spaces_and_drops_the_final_stop():
     assert clause("  two  spaces.  ") == "two spaces"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from iba.eval.qa import parse_choice, qa_prompt, score_qa
+from iba.eval.qa import parse_choice_why, qa_prompt, score_qa
 from iba.types import AnswerKey, QAProbe
 
 OPTIONS = ["Sichuan cuisine", "Cantonese cuisine", "Italian cuisine", "Japanese cuisine"]
@@ -48,12 +48,12 @@ def test_qa_prompt_letters_the_options():
     ],
 )
 def test_parse_choice(text, expected):
-    assert parse_choice(text, 4, OPTIONS) == expected
+    assert parse_choice_why(text, 4, OPTIONS)[0] == expected
 
 
 def test_parse_choice_without_options_ignores_text():
-    assert parse_choice("Italian cuisine", 4) is None
-    assert parse_choice("B", 2) == 1
+    assert parse_choice_why("Italian cuisine", 4)[0] is None
+    assert parse_choice_why("B", 2)[0] == 1
 
 
 def test_score_qa():

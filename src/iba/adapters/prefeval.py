@@ -18,7 +18,6 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Literal
 
 from iba import __version__
 from iba.adapters.prefeval_locate import MIN_MARGIN, MIN_SCORE, locate_preference
@@ -50,7 +49,6 @@ from iba.types import (
     stable_hash,
 )
 
-Position = Literal["start", "middle", "random"]
 POSITIONS: tuple[str, ...] = ("start", "middle", "random")
 DOMAIN = "prefeval"
 # PrefEval's four error types -> the checkpoint's dimension name; order = checkpoint order

@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-Form = Literal["explicit", "choice", "persona"]
 FORMS: tuple[str, ...] = ("explicit", "choice", "persona")
 # form -> folder holding one TOPIC.json per topic
 FORM_DIRS: dict[str, str] = {

@@ -33,7 +33,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from iba.agents import sandbox
-from iba.agents.base import AgentError, AgentUnavailable
+from iba.agents.base import Agent, AgentEnv, AgentError, AgentUnavailable
 from iba.types import Strict
 
 log = logging.getLogger(__name__)
@@ -268,3 +268,21 @@ async def post(url: str, payload: bytes, opts: CommandOptions, where: str, *, ti
     if resp.status_code != 200:
         raise AgentError(f"{where} answered HTTP {resp.status_code}: {text[-TAIL:]}")
     return bytes(body)
+
+
+class CommandAgent(Agent):
+    """An agent that is a command iba starts (cmd=, in the sandbox) or a server (url=): external, memory."""
+
+    def __init__(self, env: AgentEnv, /, **options: str) -> None:
+        super().__init__(env, **options)
+        # "bwrap" or "none" for a command iba starts (RunRecord.sandbox); None for a url= agent
+        self.sandbox: str | None = None
+        self.command: Command | None = None
+        if self.opts.cmd is not None:
+            self.command = Command(self.opts, self.name)
+            self.sandbox = self.command.sandbox
+        self.hide(())  # a folder holding a dataset's hidden files is refused even when no path is named
+
+    def hide(self, paths: Sequence[str]) -> None:
+        if self.command is not None:
+            self.command.hide(paths)

@@ -20,17 +20,16 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
 
 from pydantic import ValidationError
 
 from iba.agents.answer import check_task
 from iba.agents.api_params import validate_params
-from iba.agents.base import Agent, AgentEnv, AgentError, AgentUnavailable
+from iba.agents.base import AgentError, AgentUnavailable
 from iba.agents.command import (  # noqa: F401 - child_env, child_argv, ReplyTooLarge: imported from here too
     PIPE_GRACE_S,
     TAIL,
-    Command,
+    CommandAgent,
     CommandOptions,
     ReplyTooLarge,
     child_argv,
@@ -77,25 +76,11 @@ def check_action(action: Action, task: TaskView, where: str) -> Action:
     return action
 
 
-class ExternalAgent(Agent):
+class ExternalAgent(CommandAgent):
     name = "external"
     uses_model = False  # a third-party program with its own model: --model is not what it runs on
     options_model = ExternalOptions
     opts: ExternalOptions
-
-    def __init__(self, env: AgentEnv, /, **options: str) -> None:
-        super().__init__(env, **options)
-        # "bwrap" or "none" for a command iba starts (RunRecord.sandbox); None for a url= agent
-        self.sandbox: str | None = None
-        self.command: Command | None = None
-        if self.opts.cmd is not None:
-            self.command = Command(self.opts, self.name)
-            self.sandbox = self.command.sandbox
-        self.hide(())  # a folder holding a dataset's hidden files is refused even when no path is named
-
-    def hide(self, paths: Sequence[str]) -> None:
-        if self.command is not None:
-            self.command.hide(paths)
 
     async def act(self, task: TaskView, history: list[Turn]) -> Action:
         check_task(task)

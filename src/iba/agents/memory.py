@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from pydantic import Field, ValidationError
 
 from iba.agents.answer import check_task
-from iba.agents.base import Agent, AgentEnv, AgentError, AgentUnavailable
-from iba.agents.command import PIPE_GRACE_S, TAIL, Command, CommandOptions, exit_of, kill_group, post, too_large
+from iba.agents.base import AgentEnv, AgentError, AgentUnavailable
+from iba.agents.command import (PIPE_GRACE_S, TAIL, Command, CommandAgent, CommandOptions, exit_of, kill_group,
+                                post, too_large)
 from iba.agents.external import check_action
 from iba.types import Action, Strict, TaskView, TraceStep, Turn, Usage
 
@@ -326,7 +327,7 @@ class HttpSession(MemorySession):
         return None
 
 
-class MemoryAgent(Agent):
+class MemoryAgent(CommandAgent):
     """A memory system: the runner opens a session per user (`session`) instead of calling `act`."""
 
     name = "memory"
@@ -337,19 +338,7 @@ class MemoryAgent(Agent):
 
     def __init__(self, env: AgentEnv, /, **options: str) -> None:
         super().__init__(env, **options)
-        self.sandbox: str | None = None  # as ExternalAgent's: "bwrap"/"none" for cmd=, None for url=
-        self.command: Command | None = None
-        if self.opts.cmd is not None:
-            self.command = Command(self.opts, self.name)
-            self.sandbox = self.command.sandbox
-            self.where = self.command.where
-        else:
-            self.where = f"memory server at {self.opts.url}"
-        self.hide(())
-
-    def hide(self, paths: Sequence[str]) -> None:
-        if self.command is not None:
-            self.command.hide(paths)
+        self.where = self.command.where if self.command is not None else f"memory server at {self.opts.url}"
 
     def session(self, user_id: str, seed: int) -> MemorySession:
         """A new session for `user_id` (not started)."""

@@ -7,6 +7,8 @@ import asyncio
 import sys
 from pathlib import Path
 
+from iba.commands import fail
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from iba.argtypes import positive_int
@@ -19,13 +21,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         description="Upload each round file not yet sent (Files API, purpose batch) and create one "
                         "batch per file (/v1/chat/completions, 24h window). Needs OPENAI_API_KEY; the endpoint is "
                         "--base-url or OPENAI_BASE_URL (default OpenAI's).")
-    sm.add_argument("dir", type=Path)
-    sm.add_argument("--base-url", default=None, help="the provider's API URL (default: $OPENAI_BASE_URL, else OpenAI)")
     co = sub.add_parser("collect", help="fetch the results of sent batches that have finished",
                         description="Ask each sent batch for its state and store the output of finished ones in "
                         "DIR/results/; exits 1 while some are still running. Then rerun `iba run ... --batch DIR`.")
-    co.add_argument("dir", type=Path)
-    co.add_argument("--base-url", default=None, help="the provider's API URL (default: $OPENAI_BASE_URL, else OpenAI)")
+    for sp in (sm, co):
+        sp.add_argument("dir", type=Path)
+        sp.add_argument("--base-url", default=None,
+                        help="the provider's API URL (default: $OPENAI_BASE_URL, else OpenAI)")
     im = sub.add_parser("import", help="store a Batch API output file answered elsewhere",
                         description="Check every line of RESULTS (custom_id one of DIR's requests; a response "
                         "with status_code and body, or an error) and store it in DIR/results/.")
@@ -48,8 +50,7 @@ def main(args: argparse.Namespace) -> int:
         folder = BatchFolder(args.dir)
         return ACTIONS[args.action](folder, args)
     except BatchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
 
 
 def _status(folder, args) -> int:
@@ -106,8 +107,7 @@ def _answer(folder, args) -> int:
     try:
         backend = backend_from_args(args.model, args)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     counts = asyncio.run(answer_awaiting(folder, backend, limit=args.limit, progress=not args.quiet))
     print(f"{counts['answered']} answered, {counts['failed']} failed (asked again next round) by {backend.model_id}"
           + (f"; {counts['other_model']} of them were written for another model" if counts["other_model"] else ""))

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from iba.argtypes import nonnegative_int, out_folder, positive_int
+from iba.commands import fail
 from iba.commands.model_options import add_backend_arguments, backend_from_args
 from iba.construct.presets import PRESETS
 
@@ -107,14 +108,12 @@ def main(args: argparse.Namespace) -> int:
     backend = None
     if args.writer == "llm":
         if not args.model:
-            print("iba build: --writer llm needs --model (e.g. local:qwen2.5-coder-0.5b or openai:NAME)", file=sys.stderr)
-            return 2
+            return fail("--writer llm needs --model (e.g. local:qwen2.5-coder-0.5b or openai:NAME)", "iba build")
         try:
             # --batch calls no model: a server backend is built for its name only, no key needed
             backend = backend_from_args(args.model, args, sends=args.batch is None)
         except (ValueError, ModelNotInstalledError) as e:
-            print(f"iba build: {e}", file=sys.stderr)
-            return 2
+            return fail(e, "iba build")
     else:
         for given, option in ((args.model, "--model"), (args.batch, "--batch"), (args.llm_scope != "all", "--llm-scope")):
             if given:
@@ -150,8 +149,7 @@ def main(args: argparse.Namespace) -> int:
               "RESULTS.jsonl`), then rerun this command", file=sys.stderr)
         return 3
     except (ValueError, DatasetError) as e:
-        print(f"iba build: {e}", file=sys.stderr)
-        return 2
+        return fail(e, "iba build")
     elapsed = time.perf_counter() - t0
     stats = json.loads((Path(args.out) / "stats.json").read_text(encoding="utf-8"))
     print(format_table2(stats))

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from iba.argtypes import positive_int
+from iba.commands import fail
 from iba.commands.model_options import add_backend_arguments, backend_from_args
 
 EXPANSIONS = ("template", "llm")
@@ -78,8 +79,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         args.embedder = embedder_from_args(args)
     except (ValueError, RuntimeError) as e:
-        print(f"iba eval-retrieval: {e}", file=sys.stderr)
-        return 2
+        return fail(e, "iba eval-retrieval")
     ds = Dataset(args.dataset)
     keys = ds.answer_keys()
     instances = list(ds.instances)
@@ -95,11 +95,9 @@ def main(args: argparse.Namespace) -> int:
             try:
                 check_spec(spec)
             except ValueError as e:
-                print(f"iba eval-retrieval: --agent {spec}: {e}", file=sys.stderr)
-                return 2
+                return fail(f"--agent {spec}: {e}", "iba eval-retrieval")
         if any(b < 500 for b in budgets):
-            print("iba eval-retrieval: --budget must be >= 500 tokens", file=sys.stderr)
-            return 2
+            return fail("--budget must be >= 500 tokens", "iba eval-retrieval")
     backend = None
     if args.expansion == "llm":
         backend = backend_from_args(args.model, args)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from iba.commands import fail
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,8 +35,7 @@ def main(args: argparse.Namespace) -> int:
         summary = export_hf(args.dataset, args.out, hold_back=args.hold_back, license=args.license,
                             pretty_name=args.name)
     except (DatasetError, HFError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     for name, c in summary["configs"].items():
         print(f"{name}: {c['rows']:,} rows, {c['bytes'] / 1e6:.2f} MB")
     if summary["held_back"]:

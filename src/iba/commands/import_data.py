@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from iba.adapters.prefeval_source import FORMS
+from iba.commands import fail
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,8 +67,7 @@ def main(args: argparse.Namespace) -> int:
             limit=args.limit,
         )
     except PrefEvalError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     c = m.counts
     print(f"imported PrefEval ({args.form}, {args.filler_turns} filler messages, position {args.position}) into {args.out}")
     print(f"  topics {c['topics']}: {', '.join(m.params['topics'])}")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from iba import registry
 from iba.argtypes import nonnegative_int, positive_int  # the same option checks as `iba run`
+from iba.commands import fail
 
 # BLAS and embedder thread variables: a pool of P processes on C cores gets C // P threads each, not C each
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "IBA_EMBED_THREADS")
@@ -90,27 +91,22 @@ def main(args: argparse.Namespace) -> int:
         ds = Dataset(args.dataset)
         instances = ds.instances
     except DatasetError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     try:
         args.embedder = embedder_from_args(args)
     except (ValueError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     if args.overlap is not None and args.overlap < 0:
-        print("error: argument --overlap: must be >= 0", file=sys.stderr)
-        return 2
+        return fail("argument --overlap: must be >= 0")
     if args.executor != "ray" and args.ray_address:
-        print("error: argument --ray-address: only with --executor ray", file=sys.stderr)
-        return 2
+        return fail("argument --ray-address: only with --executor ray")
     if args.users:
         instances = sample_users(list(instances), args.users, args.seed)
     users = list(dict.fromkeys(t.user_id for t in instances))
     try:
         sizes = {u: _count_lines(ds.history_path(u)) for u in users}
     except OSError as e:
-        print(f"error: cannot read a history: {e}", file=sys.stderr)
-        return 2
+        return fail(f"cannot read a history: {e}")
     # the longest first: the last history to finish is then a short one, and the workers end together
     users.sort(key=lambda u: -sizes[u])
     size = args.size or CHUNK_TOKENS
@@ -142,8 +138,7 @@ def main(args: argparse.Namespace) -> int:
             bar.set_postfix(built=built, cached=cached)
     except DatasetError as e:
         bar.close()
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     except LLMError as e:  # an embeddings server that failed after its retries and failover
         bar.close()
         print(f"error: {e}\n{built} histories embedded before it are in the cache; rerun the same command to go on",
@@ -151,8 +146,7 @@ def main(args: argparse.Namespace) -> int:
         return 1
     except RuntimeError as e:  # an embedder that cannot load (its package missing) says what to install
         bar.close()
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     bar.close()
     wall = time.perf_counter() - start
     where = "Ray" if args.executor == "ray" else f"{args.processes} process{'es' if args.processes > 1 else ''}"

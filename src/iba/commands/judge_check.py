@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from iba.argtypes import positive_int
+from iba.commands import fail
 from iba.eval.judge_check import DEFAULT_N, DEFAULT_SEED
 
 
@@ -36,13 +37,11 @@ def main(args: argparse.Namespace) -> int:
     try:
         cases = build_cases(args.n, args.seed, dataset=args.dataset)
     except (ValueError, DatasetError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     try:
         backend = backend_from_args(args.judge, args, judge=True)  # --judge-base-url applies here too
     except (ValueError, FileNotFoundError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     bar = tqdm(total=len(cases), desc="judge-check", unit="case", disable=args.quiet or args.json)
     try:
         result = asyncio.run(judge_check(backend, cases, concurrency=args.concurrency, on_case=lambda _: bar.update(1),

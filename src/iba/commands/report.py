@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from iba.argtypes import out_folder
+from iba.commands import fail
 from iba.report.build import build_report
 
 
@@ -31,8 +32,7 @@ def main(args: argparse.Namespace) -> int:
     from iba.hf.load import dataset_dir
 
     if not args.store.exists():
-        print(f"error: no store at {args.store}; run `iba run` first", file=sys.stderr)
-        return 2
+        return fail(f"no store at {args.store}; run `iba run` first")
     judges = [j.strip() for j in args.judges.split(",") if j.strip()] if args.judges else None
     if args.runs:
         from iba.run.store import Store
@@ -41,20 +41,16 @@ def main(args: argparse.Namespace) -> int:
             known = store.run_names()
         unknown = [r for r in args.runs if r not in known]
         if unknown:
-            print(f"error: no run named {', '.join(unknown)} in {args.store}; runs: {', '.join(known) or '(none)'}",
-                  file=sys.stderr)
-            return 2
+            return fail(f"no run named {', '.join(unknown)} in {args.store}; runs: {', '.join(known) or '(none)'}")
     if args.answer_keys is not None and len(args.answer_keys) != len(args.datasets):
-        print(f"error: argument --answer-key: give one per --dataset, in the same order "
-              f"({len(args.answer_keys)} for {len(args.datasets)})", file=sys.stderr)
-        return 2
+        return fail(f"argument --answer-key: give one per --dataset, in the same order "
+                    f"({len(args.answer_keys)} for {len(args.datasets)})")
     try:
         datasets = [dataset_dir(d, args.cache_dir) for d in args.datasets]  # exports read back as `iba run` does
         html = build_report(args.store, datasets, args.out, runs=args.runs, judges=judges,
                             answer_keys=args.answer_keys)
     except (DatasetError, HFError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     table = args.out / "table4.md"
     print(table.read_text(encoding="utf-8"))
     for line in (args.out / "judges.md").read_text(encoding="utf-8").splitlines():

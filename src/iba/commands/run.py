@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from iba.argtypes import positive_float, positive_int
+from iba.commands import fail
 from iba.commands.model_options import (JUDGES_DEFAULT, JUDGES_HELP, add_backend_arguments, backend_from_args,
                                         backend_options)
 
@@ -149,33 +150,27 @@ def main(args: argparse.Namespace) -> int:
     from iba.run.store import Store
 
     if args.answer_key is not None and not args.answer_key.is_file():
-        print(f"error: argument --answer-key: {args.answer_key}: no such file", file=sys.stderr)
-        return 2
+        return fail(f"argument --answer-key: {args.answer_key}: no such file")
     try:
         # a Hugging Face export or hub id is read back into an IBA folder under --cache-dir
         args.dataset = dataset_dir(args.dataset, args.cache_dir)
         ds = Dataset(args.dataset, answer_key=args.answer_key)
         ds.instances  # validate early: a bad line is reported with file and line
     except (DatasetError, HFError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     # an unknown --domain/--scenario/--user (a typo) would otherwise run 0 instances
     typo = Selection(domains=args.domains, scenarios=args.scenarios, users=args.users).problem(
         ds, ("--domain", "--scenario", "--user"))
     problem = (f"argument {typo}" if typo else None) or check_embedder(args) or check_executor(args)
     if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
+        return fail(problem)
     if args.sample is not None and args.limit is not None:
-        print("error: argument --limit: not with --sample (the sample of N is the first N of a larger sample: "
-              "give the smaller N)", file=sys.stderr)
-        return 2
+        return fail("argument --limit: not with --sample (the sample of N is the first N of a larger sample: "
+                    "give the smaller N)")
     if args.sample_seed != 0 and args.sample is None:
-        print("error: argument --sample-seed: only with --sample N", file=sys.stderr)
-        return 2
+        return fail("argument --sample-seed: only with --sample N")
     if args.batch is not None and args.executor == "ray":
-        print("error: argument --batch: not with --executor ray (batch rounds replay in this process)", file=sys.stderr)
-        return 2
+        return fail("argument --batch: not with --executor ray (batch rounds replay in this process)")
     try:
         # --batch calls no model: a server backend is built for its name and token counts, no key needed
         sends = {} if args.batch is None else {"sends": False}
@@ -185,8 +180,7 @@ def main(args: argparse.Namespace) -> int:
         if args.batch is not None:
             backend, judges, folder = batch_backends(args.batch, backend, judges)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     # every agent spec is built once here (constructors only parse options; the model loads on
     # first use), so a bad name or option stops the run before any work, with its message
     for spec in args.agents or ["rag"]:
@@ -194,18 +188,15 @@ def main(args: argparse.Namespace) -> int:
             make_agent(spec, AgentEnv(backend=backend, cache_dir=args.cache_dir, embedder=args.embedder),
                        ds.hidden_paths)
         except KeyError as e:  # unknown agent name: the registry lists the known ones
-            print(f"error: argument --agent: {e.args[0]}", file=sys.stderr)
-            return 2
+            return fail(f"argument --agent: {e.args[0]}")
         except ValueError as e:
-            print(f"error: argument --agent: {e}", file=sys.stderr)
-            return 2
+            return fail(f"argument --agent: {e}")
     cfg = run_config(args, judged=bool(judges))
     selected = cfg.task(ds).instances()
     if not selected:
         where = f"{args.dataset / 'instances.jsonl'} has no instances" if not ds.instances else \
             "no instance matches --domain, --scenario and --user together"
-        print(f"error: nothing to run: {where}", file=sys.stderr)
-        return 2
+        return fail(f"nothing to run: {where}")
     try:
         # before any agent runs: histories readable and valid, users/scenarios known, answer key
         # complete; otherwise a broken file surfaces mid-run after hours of model calls. A
@@ -213,8 +204,7 @@ def main(args: argparse.Namespace) -> int:
         oracle = any(reference_of(spec) == "oracle" for spec in cfg.agents)  # reads the key before acting
         ds.check(selected, answer_key=(cfg.score or cfg.qa or oracle) and not ds.held_back)
     except DatasetError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     # a held-back key is opened for an item only once its agents have finished, and the QA probes
     # are in it: the tasks run first, then the probes of the items whose tasks are stored
     passes = [dataclasses.replace(cfg, qa=False), cfg] if ds.held_back and cfg.qa else [cfg]
@@ -235,8 +225,7 @@ def main(args: argparse.Namespace) -> int:
             try:
                 summary = asyncio.run(work)
             except stops as e:  # e.g. a file changed under the run after the check
-                print(f"error: {e}", file=sys.stderr)
-                return 2
+                return fail(e)
             if n < len(passes) - 1:
                 print(f"tasks: {summary.ok} ok, {summary.failed} failed, {summary.errored} errored; now the QA "
                       "probes (in the held-back key) of the items whose tasks are stored")

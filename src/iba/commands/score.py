@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from iba.argtypes import nonnegative_float, positive_int
+from iba.commands import fail
 from iba.commands.model_options import JUDGES_DEFAULT, JUDGES_HELP, add_backend_arguments
 
 
@@ -109,13 +110,11 @@ def main(args: argparse.Namespace) -> int:
     from iba.run.store import Store
 
     if not args.store.exists():
-        print(f"error: no store at {args.store}; run `iba run` first", file=sys.stderr)
-        return 2
+        return fail(f"no store at {args.store}; run `iba run` first")
     try:
         keys = dataset_keys(args.datasets, args.answer_keys, args.cache_dir)
     except (DatasetError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     # a store that cannot be opened is a StoreError: iba.cli says so in one line (exit 2)
     with Store(args.store) as store:
         known = store.run_names()
@@ -123,24 +122,21 @@ def main(args: argparse.Namespace) -> int:
         names = args.runs or known
         records = [r for n in names for r in store.runs(n)]
     if unknown:
-        print(f"error: argument --run: no run named {', '.join(unknown)} in {args.store} "
-              f"(runs: {', '.join(known) or 'none'})", file=sys.stderr)
-        return 2
+        return fail(f"argument --run: no run named {', '.join(unknown)} in {args.store} "
+                    f"(runs: {', '.join(known) or 'none'})")
     usable = [r for r in records if (r.dataset, r.instance_id) in keys]
     skipped = len(records) - len(usable)
     if not usable:
         why = (f"{args.store} holds no runs" if not records else
                f"none of its {len(records)} runs were made on the --dataset given")
-        print(f"error: nothing to score: {why}", file=sys.stderr)
-        return 2
+        return fail(f"nothing to score: {why}")
     try:
         # one judge rule with `iba run` (JUDGES_HELP): 'same' is each record's own model
         names = {m: resolve_judge_names(args.judges, m) for m in sorted({r.model for r in usable})}
         backends = {n: backend_from_args(n, args, judge=True)  # every --base-url is a judge server here
                     for n in dict.fromkeys(n for ns in names.values() for n in ns)}
     except (ValueError, FileNotFoundError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     judges = {m: [backends[n] for n in ns] for m, ns in names.items()}
     shown = sorted({n for ns in names.values() for n in ns})
     print(f"judges: {', '.join(shown) or 'none'} (--judges {args.judges})", file=sys.stderr)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sys
 
 from iba.argtypes import positive_int
+from iba.commands import fail
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,24 +36,20 @@ def main(args: argparse.Namespace) -> int:
 
     problem = embedder_problem(args.embedder)
     if problem:
-        print(f"error: argument --embedder: {problem}", file=sys.stderr)
-        return 2
+        return fail(f"argument --embedder: {problem}")
     if not 0 <= args.port <= 65535:
-        print(f"error: argument --port: must be 0..65535, got {args.port}", file=sys.stderr)
-        return 2
+        return fail(f"argument --port: must be 0..65535, got {args.port}")
     try:
         embedder = get_embedder(args.embedder)
         embedder.encode(["warm up"])  # load the weights now: a broken install fails before "serving"
     except (RuntimeError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     name = args.name or args.embedder.partition("?")[0]
     try:
         server = EmbeddingsServer(embedder, model=name, host=args.host, port=args.port, max_inputs=args.max_inputs,
                                   api_key=os.environ.get("IBA_SERVE_API_KEY"))
     except OSError as e:
-        print(f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
-        return 2
+        return fail(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}")
     key = "; key from IBA_SERVE_API_KEY required" if os.environ.get("IBA_SERVE_API_KEY") else ""
     print(f"serving {embedder.name} ({embedder.dim} dimensions) as model {name!r} at {server.url} "
           f"(POST /v1/embeddings, GET /v1/models{key}); Ctrl-C stops", flush=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+
+from iba.commands import fail
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,8 +39,7 @@ def main(args: argparse.Namespace) -> int:
         Dataset(args.dataset).check()
         stats = write_stats(args.dataset, audit=not args.no_audit, workers=args.workers or default_workers())
     except (DatasetError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     if args.json:
         print(json.dumps(stats, indent=2, sort_keys=True))
     else:

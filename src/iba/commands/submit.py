@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from iba.commands import fail
+
 
 def _prices(text: str) -> tuple[float, float]:
     try:
@@ -67,15 +69,12 @@ def _prepare(args: argparse.Namespace) -> int:
     for r in args.reference:
         title, eq, url = r.partition("=")
         if not eq or not url:
-            print(f"error: argument --reference: {r!r} is not TITLE=URL", file=sys.stderr)
-            return 2
+            return fail(f"argument --reference: {r!r} is not TITLE=URL")
         refs.append(Reference(title=title, url=url, type="github" if "github.com" in url else "other"))
     if not args.store.is_file():
-        print(f"error: {args.store}: no such store", file=sys.stderr)
-        return 2
+        return fail(f"{args.store}: no such store")
     if args.out.is_dir():
-        print(f"error: argument --out: {args.out} is a folder", file=sys.stderr)
-        return 2
+        return fail(f"argument --out: {args.out} is a folder")
     try:
         root = dataset_dir(args.dataset, args.cache_dir)
         sub = prepare(args.store, root, answer_key=args.answer_key, runs=args.runs,
@@ -83,8 +82,7 @@ def _prepare(args: argparse.Namespace) -> int:
                       submitter=Contact(name=args.name, email=args.email), organization=args.organization,
                       references=refs, notes=args.notes, usd_per_mtok=args.usd_per_mtok)
     except (DatasetError, HFError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail(e)
     atomic_write_text(args.out, sub.model_dump_json(indent=2) + "\n")
     print(f"{args.out}: {sub.submission_type} submission, {len(sub.entries)} entr{'y' if len(sub.entries) == 1 else 'ies'} "
           f"on {sub.dataset.id}" + (f", a sample of {sub.sample.n} (seed {sub.sample.seed})" if sub.sample else ""))
@@ -106,14 +104,11 @@ def _validate(args: argparse.Namespace) -> int:
     try:
         obj = json.loads(args.file.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        print(f"error: {args.file}: no such file", file=sys.stderr)
-        return 2
+        return fail(f"{args.file}: no such file")
     except (OSError, UnicodeDecodeError) as e:
-        print(f"error: {args.file}: cannot read: {e}", file=sys.stderr)
-        return 2
+        return fail(f"{args.file}: cannot read: {e}")
     except json.JSONDecodeError as e:
-        print(f"error: {args.file}:{e.lineno}: not JSON: {e.msg}", file=sys.stderr)
-        return 2
+        return fail(f"{args.file}:{e.lineno}: not JSON: {e.msg}")
     from iba.submit import recompute
 
     found = problems(obj)
@@ -127,8 +122,7 @@ def _validate(args: argparse.Namespace) -> int:
             ds = open_dataset(args.dataset, args.cache_dir)
             mine = dataset_info(ds)
         except (DatasetError, ValueError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+            return fail(e)
         theirs = Submission.model_validate(obj).dataset
         for field in ("id", "generator", "generator_version", "seed", "instances", "per_domain"):
             if getattr(mine, field) != getattr(theirs, field):

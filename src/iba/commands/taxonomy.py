@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from iba.commands import fail
 from iba.taxonomy import (
     PAPER_TABLE13,
     TaxonomyError,
@@ -47,13 +48,11 @@ def main(args: argparse.Namespace) -> int:
     try:
         tax = load_taxonomy(args.data)
     except TaxonomyError as e:
-        print(f"iba taxonomy: invalid taxonomy data:\n{e}", file=sys.stderr)
-        return 2
+        return fail(f"invalid taxonomy data:\n{e}", "iba taxonomy")
     if args.domain is not None:
         ids = [d.id for d in tax.domains]
         if args.domain not in ids:
-            print(f"iba taxonomy: unknown domain {args.domain!r}; choose one of: {', '.join(ids)}", file=sys.stderr)
-            return 2
+            return fail(f"unknown domain {args.domain!r}; choose one of: {', '.join(ids)}", "iba taxonomy")
         sub = Taxonomy(version=tax.version, domains=[d for d in tax.domains if d.id == args.domain], states=[])
         totals = taxonomy_totals(sub)
         del totals["states"]

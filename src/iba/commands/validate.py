@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 
 from iba.argtypes import positive_int
+from iba.commands import fail
 from iba.commands.model_options import add_backend_arguments, backend_from_args
 
 
@@ -36,8 +36,7 @@ def main(args: argparse.Namespace) -> int:
 
     models = [m.strip() for m in args.annotators.split(",") if m.strip()]
     if len(models) < 2:
-        print("iba validate: --annotators needs at least two model strings, e.g. m1,m2", file=sys.stderr)
-        return 2
+        return fail("--annotators needs at least two model strings, e.g. m1,m2", "iba validate")
     try:
         backends = {}
         for m in dict.fromkeys(models):
@@ -49,8 +48,7 @@ def main(args: argparse.Namespace) -> int:
             )
         )
     except (DatasetError, ValueError, ModelNotInstalledError) as e:
-        print(f"iba validate: {e}", file=sys.stderr)
-        return 2
+        return fail(e, "iba validate")
     if args.json:
         print(json.dumps({k: report[k] for k in ("sample", "annotators", "unscored", "pairs")}, indent=2))
     else:

@@ -27,7 +27,7 @@ from functools import cache
 
 from iba.construct import noise_bank as bank
 from iba.construct.noise import Voice, aside
-from iba.construct.noise_topics import NoiseTopic, load_noise_topics
+from iba.construct.noise_topics import NoiseTopic, load_noise_topics, other_topic, topics_by_id
 from iba.construct.plan_types import NoiseSpec
 
 ASIDE_RATE = 0.2  # share of user turns with an aside (one at most); one in five; v2: 80% of noise user turns had 1-3
@@ -219,17 +219,6 @@ class SessionTalk:
         return None
 
 
-@cache
-def _topics_by_id() -> dict[str, NoiseTopic]:
-    return {t.id: t for t in load_noise_topics()}
-
-
-def _another_topic(rng: random.Random, current: NoiseTopic) -> NoiseTopic:
-    topics = load_noise_topics()
-    t = rng.choice(topics)
-    return t if t.id != current.id or len(topics) == 1 else rng.choice(topics)
-
-
 def _answer(rng: random.Random, voice: Voice, talk: SessionTalk, fact_index: int, lead: str) -> str | None:
     """An answer: `lead` and the paired fact (or, for none, a hedge and a free fact), sometimes a
     second free fact and a short check."""
@@ -333,7 +322,7 @@ def render_noise(rng: random.Random, voice: Voice, spec: NoiseSpec, n_turns: int
     talk = voice.talk
     resume = talk is not None and talk.started
     if talk is None:
-        talk = voice.talk = SessionTalk(rng, _topics_by_id().get(spec.topic_id) or load_noise_topics()[0])
+        talk = voice.talk = SessionTalk(rng, topics_by_id().get(spec.topic_id) or load_noise_topics()[0])
     if lead is None:
         lead = rng.choice(RESUMES) if resume else rng.choice(bank.GREETINGS if greet else bank.TOPIC_CHANGES)
     texts: list[str] = []
@@ -348,7 +337,7 @@ def render_noise(rng: random.Random, voice: Voice, spec: NoiseSpec, n_turns: int
         tries = 0
         while pair is None and tries < 8:  # the topic is spent in this history: move on to another one
             tries += 1
-            talk.switch(rng, _another_topic(rng, talk.topic))
+            talk.switch(rng, other_topic(rng, talk.topic))
             pair = _opening(rng, voice, talk, rng.choice(bank.TOPIC_CHANGES))
         if pair is None:
             pair = (rng.choice(USER_FALLBACK), rng.choice(ASSISTANT_FALLBACK))

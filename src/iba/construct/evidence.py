@@ -87,20 +87,6 @@ def fill(template: str, named: Sequence[tuple[str, str]]) -> tuple[str, Spans]:
     return "".join(out), spans
 
 
-def find_spans(text: str, named: Sequence[tuple[str, str]]) -> Spans:
-    """Where each (name, cue) sits in `text` (first match, ignoring case): for text written
-    elsewhere, e.g. a model's. A cue that is not found is an error."""
-    low = text.lower()
-    out: Spans = {}
-    for name, cue in named:
-        c = clause(cue)
-        i = low.find(c.lower()) if len(low) == len(text) else -1
-        if i < 0:
-            raise RuntimeError(f"cue {c!r} is not in the turn {text!r}")
-        out[name] = (i, i + len(c), text[i : i + len(c)])
-    return out
-
-
 def _person(rng: random.Random) -> dict[str, str]:
     who, they, them = bank.person(rng.choice(sorted(bank.PEOPLE)))
     return {"person": who, "Person": noise.cap(who), "they": they, "them": them, "where": rng.choice(bank.WHERE)}

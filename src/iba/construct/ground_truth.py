@@ -95,7 +95,7 @@ def _choose_values(
         if dyn_values and (d.id == forced or rng.random() < DYNAMIC_PROB):
             v = rng.choice(dyn_values)
             out.append(
-                Constraint(dimension=d, expected=d.value(v.to_value), kind="dynamic", dynamic_value=v, superseded=d.value(v.from_value))
+                Constraint(dimension=d, expected=d.value(v.to_value), kind="dynamic", superseded=d.value(v.from_value))
             )
         else:
             out.append(Constraint(dimension=d, expected=rng.choice(_static(d))))

@@ -13,12 +13,11 @@ from __future__ import annotations
 import random
 import string
 from dataclasses import dataclass, field
-from functools import cache
 from itertools import accumulate
 from typing import Any
 
 from iba.construct import noise_bank as bank
-from iba.construct.noise_topics import NoiseTopic, load_noise_topics
+from iba.construct.noise_topics import NoiseTopic, load_noise_topics, other_topic, topics_by_id
 from iba.construct.plan_types import NoiseSpec
 from iba.construct.sentences import SentenceBudget
 
@@ -54,11 +53,6 @@ def padded_length(rng: random.Random, core: int) -> tuple[int, int]:
     options = [n for n in LENGTHS if n >= core]
     n = rng.choices(options, weights=[w * n for n, w in zip(LENGTHS, LENGTH_WEIGHTS) if n >= core], k=1)[0]
     return n, 2 * rng.randint(0, (n - core) // 2)
-
-
-@cache
-def topics_by_id() -> dict[str, NoiseTopic]:
-    return {t.id: t for t in load_noise_topics()}  # read-only: cached (every noise stretch asks)
 
 
 class TopicDeck:
@@ -210,12 +204,6 @@ def _follow_up(rng: random.Random, voice: Voice, talk: TopicTalk) -> str:
     return " ".join(parts)
 
 
-def _fresh_topic(rng: random.Random, current: NoiseTopic) -> NoiseTopic:
-    topics = load_noise_topics()
-    t = rng.choice(topics)
-    return t if t.id != current.id or len(topics) == 1 else rng.choice(topics)
-
-
 def render_noise(rng: random.Random, voice: Voice, spec: NoiseSpec, n_turns: int, *, greet: bool = True, lead: str | None = None) -> list[str]:
     """Text of a noise stretch of `n_turns` turns (user first, alternating); `greet=False` for a
     stretch that continues a session (it opens with a change of topic rather than a greeting);
@@ -226,7 +214,7 @@ def render_noise(rng: random.Random, voice: Voice, spec: NoiseSpec, n_turns: int
         return coherent.render_noise(rng, voice, spec, n_turns, greet=greet, lead=lead)
     if n_turns <= 0:
         return []
-    topic = topics_by_id().get(spec.topic_id) or _fresh_topic(rng, load_noise_topics()[0])
+    topic = topics_by_id().get(spec.topic_id) or other_topic(rng, load_noise_topics()[0])
     talk = TopicTalk(rng, topic)
     texts: list[str] = []
     if lead is None:
@@ -245,7 +233,7 @@ def render_noise(rng: random.Random, voice: Voice, spec: NoiseSpec, n_turns: int
             user = _follow_up(rng, voice, talk)
             answer = _answer(rng, voice, talk, rng.choice(bank.REPLY_LEADS))
         if answer is None:  # the topic is spent in this history: move on to another one
-            talk = TopicTalk(rng, _fresh_topic(rng, talk.topic))
+            talk = TopicTalk(rng, other_topic(rng, talk.topic))
             user = _open(rng, voice, talk, rng.choice(bank.TOPIC_CHANGES))
             answer = _answer(rng, voice, talk, rng.choice(bank.ACKS)) or rng.choice(bank.FALLBACK_ASSISTANT)
         q = rng.choice(bank.QUESTIONS)

@@ -9,6 +9,7 @@ that keep the answer key true.
 
 from __future__ import annotations
 
+import random
 from functools import cache
 from importlib import resources
 from typing import Literal
@@ -81,3 +82,15 @@ def load_noise_topics() -> tuple[NoiseTopic, ...]:
             seen[t.id] = entry.name
             out.append(t)
     return tuple(out)
+
+
+@cache
+def topics_by_id() -> dict[str, NoiseTopic]:
+    return {t.id: t for t in load_noise_topics()}  # read-only: cached (every noise stretch asks)
+
+
+def other_topic(rng: random.Random, current: NoiseTopic) -> NoiseTopic:
+    """A random topic, drawn once more when it is `current` (so it usually differs)."""
+    topics = load_noise_topics()
+    t = rng.choice(topics)
+    return t if t.id != current.id or len(topics) == 1 else rng.choice(topics)

@@ -112,7 +112,6 @@ class Constraint:
     expected: PreferenceValue  # the static value the answer key expects
     kind: Literal["static", "dynamic"] = "static"
     source: Literal["preference", "state"] = "preference"
-    dynamic_value: PreferenceValue | None = None  # the "preferred X; now Y" value, if dynamic
     superseded: PreferenceValue | None = None  # old value (dynamic) or the long-term one a state overrides
     state: TransientState | None = None
     evidence: list[str] = field(default_factory=list)  # turn ids, set after layout
@@ -151,7 +150,6 @@ class SessionPlan:
     # turns are filler chat on `noise` (so these sessions are as long as noise sessions)
     offset: int = 0
     day_window: tuple[int, int] = (0, 0)
-    constrained: bool = False  # its window is narrower than the whole history
     day: int = -1
     index: int = -1  # session number in the persona's history, set by the layout
     start: datetime | None = None

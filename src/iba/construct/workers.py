@@ -45,7 +45,7 @@ def run_shards(make: Callable[[int, Callable[[int], None]], Shard], n: int, prog
     in as many forked workers while this process only relays (so that it holds none of their
     data, and what it does next, e.g. the statistics, starts from a small heap)."""
     if n == 1:
-        return [_drive_alone(make(0, progress))]
+        return [_drive(make(0, progress), lambda part, finish: finish(part))]
     ctx = multiprocessing.get_context("fork")
     conns, procs = [], []
     try:
@@ -121,28 +121,25 @@ def _call(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]
         conn.close()
 
 
-def _drive_alone(shard: Shard) -> Any:
+def _drive(shard: Shard, answer: Callable[[Any, Any], Any]) -> Any:
+    """Run a shard to its result, each (part, finish) it yields answered by answer(part, finish)."""
     value: Any = None
     while True:
         try:
             part, finish = shard.send(value)
         except StopIteration as stop:
             return stop.value
-        value = finish(part)
+        value = answer(part, finish)
 
 
 def _worker(make: Callable[[int, Callable[[int], None]], Shard], index: int, conn: Any) -> None:
+    def ask_parent(part: Any, finish: Any) -> Any:
+        conn.send(("part", (part, finish)))
+        return conn.recv()
+
     try:
         shard = make(index, lambda k: conn.send(("progress", k)))
-        value: Any = None
-        while True:
-            try:
-                part, finish = shard.send(value)
-            except StopIteration as stop:
-                conn.send(("done", stop.value))
-                break
-            conn.send(("part", (part, finish)))
-            value = conn.recv()
+        conn.send(("done", _drive(shard, ask_parent)))
     except BaseException:  # noqa: BLE001 - everything goes back to the parent, which raises it
         conn.send(("error", traceback.format_exc()))
     finally:

@@ -3,7 +3,7 @@
 The runner asks the same agent and model the instance's multiple-choice question about the same
 preference, as a plain generate task whose query is `qa_prompt(probe)`, and stores it as a
 RunRecord whose `probe` is the probe's id. Scoring parses the answer
-deterministically (`parse_choice`) under scorer "qa": 1 when the chosen option is the key's
+deterministically (`parse_choice_why`) under scorer "qa": 1 when the chosen option is the key's
 answer, 0 when another option was chosen, and 0 flagged with its reason when no single option can
 be read: "hedged_answer" (several options named) or "unparseable_answer" (none). The answer is
 the agent's output, so a reply that picks nothing is the agent's failure, not a missing score.
@@ -59,11 +59,6 @@ def _single(found: list[int]) -> int | None | bool:
     return False if distinct else None
 
 
-def parse_choice(text: str, n_options: int, options: Sequence[str] | None = None) -> int | None:
-    """The option index a free-text answer picks, or None when none or several (see parse_choice_why)."""
-    return parse_choice_why(text, n_options, options)[0]
-
-
 def parse_choice_why(text: str, n_options: int, options: Sequence[str] | None = None) -> tuple[int | None, str]:
     """(option index, "") or (None, "hedged_answer" | "unparseable_answer").
 
@@ -102,17 +97,12 @@ def parse_choice_why(text: str, n_options: int, options: Sequence[str] | None = 
         # a leading letter and parenthesised letters form one rule, so "(A) or (B)" is ambiguous
         [idx(m.group(1)) for m in [_LEADING.match(clean)] if m] + [idx(m.group(1)) for m in _PAREN.finditer(clean)],
     ]
-    for found in rules:
-        picked = _single([i for i in found if i is not None])
-        if picked is False:
-            return None, "hedged_answer"
-        if picked is not None:
-            return int(picked), ""
     if options:
         body = f" {_norm(clean)} "
         hits = [i for i, o in enumerate(options[:n_options]) if _norm(o) and f" {_norm(o)} " in body]
-        hits = [i for i in hits if not any(j != i and _norm(options[i]) in _norm(options[j]) for j in hits)]
-        picked = _single(hits)
+        rules.append([i for i in hits if not any(j != i and _norm(options[i]) in _norm(options[j]) for j in hits)])
+    for found in rules:
+        picked = _single([i for i in found if i is not None])
         if picked is False:
             return None, "hedged_answer"
         if picked is not None:

@@ -104,21 +104,13 @@ def _distractors_schema(pa: Any) -> Any:
 # --------------------------------------------------------------------------- codecs
 
 
-def _key_encode(row: dict[str, Any]) -> dict[str, Any]:
-    return _fields(
+def _key_codec(code: Callable[[Any], Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The answer key's JSON-typed fields through `code` (_dumps to write, _loads to read)."""
+    return lambda row: _fields(
         row,
-        checkpoints=lambda cps: [dict(c, verifier=_dumps(c["verifier"])) for c in cps],
-        slots=lambda slots: [dict(s, accepted=_dumps(s["accepted"])) for s in slots],
-        fixed_params=_dumps,
-    )
-
-
-def _key_decode(row: dict[str, Any]) -> dict[str, Any]:
-    return _fields(
-        row,
-        checkpoints=lambda cps: [dict(c, verifier=_loads(c["verifier"])) for c in cps],
-        slots=lambda slots: [dict(s, accepted=_loads(s["accepted"])) for s in slots],
-        fixed_params=_loads,
+        checkpoints=lambda cps: [dict(c, verifier=code(c["verifier"])) for c in cps],
+        slots=lambda slots: [dict(s, accepted=code(s["accepted"])) for s in slots],
+        fixed_params=code,
     )
 
 
@@ -142,7 +134,7 @@ PERSONAS = Config(
 )
 ANSWER_KEY = Config(
     "answer_key", "evaluator-only: checkpoints, slots, evidence labels (with spans), QA probes",
-    AnswerKey, True, _answer_key_schema, encode=_key_encode, decode=_key_decode,
+    AnswerKey, True, _answer_key_schema, encode=_key_codec(_dumps), decode=_key_codec(_loads),
 )
 DISTRACTORS = Config(
     "distractors", "evaluator-only: preference-shaped turns no task depends on (hard negatives for retrieval)",

@@ -134,9 +134,7 @@ def qa_vs_task(data: ReportData) -> Series:
 
 
 def series_table(name: str, title: str, series: Series, note: str = "") -> Table:
-    xs: list[str] = []
-    for pts in series.values():
-        xs += [x for x in pts if x not in xs]
+    xs = list(dict.fromkeys(x for pts in series.values() for x in pts))  # in first-seen order
     rows = [[label] + [pts.get(x, (None, 0))[0] for x in xs] for label, pts in series.items()]
     return Table(name, title, ["Agent (model)"] + xs, rows, note=note)
 

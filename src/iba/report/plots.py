@@ -37,9 +37,7 @@ def line_plot(series: Series, title: str, xlabel: str, ylabel: str = "score (x10
     """One line per row over ordered x labels; points without a value are gaps."""
     if _empty(series):
         return None
-    xs: list[str] = []
-    for pts in series.values():
-        xs += [x for x in pts if x not in xs]
+    xs = list(dict.fromkeys(x for pts in series.values() for x in pts))  # in first-seen order
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(6.0, 3.6))
         for label, pts in series.items():
@@ -58,9 +56,7 @@ def bar_plot(series: Series, title: str, xlabel: str = "", ylabel: str = "score 
     same scale as the values) adds an error bar to each bar that has one."""
     if _empty(series):
         return None
-    xs: list[str] = []
-    for pts in series.values():
-        xs += [x for x in pts if x not in xs]
+    xs = list(dict.fromkeys(x for pts in series.values() for x in pts))  # in first-seen order
     k = max(1, len(series))
     width = 0.8 / k
     intervals = intervals or {}

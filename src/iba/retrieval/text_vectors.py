@@ -37,8 +37,6 @@ class TextVectors:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (digest BLOB PRIMARY KEY, vector BLOB NOT NULL)")
         self._db.commit()
-        self.hits = 0
-        self.misses = 0
 
     def close(self) -> None:
         self._db.close()
@@ -61,8 +59,6 @@ class TextVectors:
             found.update(new)
         for i, d in enumerate(digests):
             out[i] = found[d]
-        self.hits += len(texts) - len(missing)
-        self.misses += len(missing)
         return out
 
     def _get(self, digests: list[bytes]) -> dict[bytes, np.ndarray]:

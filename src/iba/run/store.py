@@ -146,9 +146,6 @@ class Store(JudgeCalibrations):
     def get_run(self, key: str) -> RunRecord | None:
         return self._record(RunRecord, "runs", "key=?", key)
 
-    def has_any_score(self, run_key: str) -> bool:
-        return self._one("SELECT 1 FROM scores WHERE run_key=? LIMIT 1", run_key) is not None
-
     def drop_errored(self, keys: list[str]) -> int:
         """Delete the errored records among `keys`, and their scores, so a rerun retries them.
 

@@ -12,16 +12,7 @@ e.g. `writing.yaml: scenarios[3].dimensions[1].values[0].cue: Field required`.
 `taxonomy_totals()` counts the taxonomy; `validate_totals()` checks it against the paper's
 Table 13 (`PAPER_TABLE13`, `PAPER_DOMAINS`, `PAPER_TOTALS`).
 
-This face only re-exports; the modules behind it:
-  errors.py           TaxonomyError; pydantic errors as `<file>: <key path>: <message>` problems
-  yaml_reader.py      safe YAML reading that refuses duplicate keys
-  verifier_params.py  VERIFIER_PARAMS / VERIFIER_IDS (the verifiers a value may name)
-  checks.py           the checks beyond the pydantic models (scenarios, dimensions, verifiers, states)
-  load.py             load_taxonomy, scenario_api, default_data_dir, TAXONOMY_FORMAT (the version hash)
-  table13.py          the paper's Table 13 as data (PAPER_*, DOMAIN_ORDER)
-  totals.py           taxonomy_totals, table13_problems, validate_totals
-  lint.py             lint_taxonomy (cue quality)
-  (`iba taxonomy` is iba.commands.taxonomy)
+This face only re-exports; docs/ARCHITECTURE.md lists the modules behind it.
 """
 
 from __future__ import annotations
