@@ -49,10 +49,10 @@ DEMO_SEED_42_V2 = {
 
 DEMO_SEED_42 = {  # generator version 3 (the default)
     "answer_key.jsonl": "8744f2d402389ce3",
-    "distractors.jsonl": "c54dfb4f47f58ac8",
-    "histories/u0000.jsonl": "31fb7981518f4f8c",
-    "histories/u0001.jsonl": "65975341e1200574",
-    "histories/u0002.jsonl": "2f76e13652a740c7",
+    "distractors.jsonl": "251e9e52fd260a59",
+    "histories/u0000.jsonl": "d0ffa8eb5cdf4dc4",
+    "histories/u0001.jsonl": "b2af412ff66a90b5",
+    "histories/u0002.jsonl": "e2fc3c11bd158bee",
     "histories/u0003.jsonl": "beb54079d4f2d95f",
     "instances.jsonl": "e4b69303ccb894ae",
     "manifest.json": "b7a03a70b26431b2",

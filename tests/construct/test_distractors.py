@@ -167,8 +167,8 @@ def test_an_ended_preference_is_reported_speech_in_the_words_new_ones_use(small)
             if lab.form == "ended":
                 before = text[lab.turn_id][: lab.span[0]]
                 # (the scenario, where named, comes between: "I'd have said with X, ...")
-                assert any(v in before for v in ("have said ", "used to say ", "told you ", "used to be sure that ")), text[lab.turn_id]
+                assert any(v in before for v in ("have said ", "told you ", "sure that ")), text[lab.turn_id]
                 seen += 1
     assert seen > 5
-    for marker in ("used to", "a few years back", "moved on", "student days", "these days", "come round"):
+    for marker in ("once", "a few years back", "moved on", "student days", "there was a time", "come round"):
         assert any(marker in f for f in ENDED_FRAMES_V3) and any(marker in f for f in RECENT_FRAMES_V3), marker

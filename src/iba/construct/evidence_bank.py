@@ -184,20 +184,21 @@ RECENT_FRAMES: tuple[str, ...] = (
     "lately {cue}", "{cue}, at least lately", "things have changed: {cue}", "as of this year, {cue}", "{cue}, as of late",
 )
 RECENT_PROB = 0.5
-# Version 3: ended preferences and new ones are told in the same words ("used to", "a few years
-# back", "moved on", "these days"); only where the cue sits says which one holds now. In version 2
+# Version 3: ended preferences and new ones are told in the same words ("once", "a few years back",
+# "moved on", "come round"); only where the cue sits says which one holds now. Neither uses a
+# retriever cue ("I used to", "these days": tests/retrieval/test_salience_templates.py). In version 2
 # an ended frame's words alone marked a distractor (the style audit: 0.90 AUC against evidence).
 RECENT_FRAMES_V3: tuple[str, ...] = (
-    *RECENT_FRAMES, "I used to see it differently, but I've moved on since: {cue}",
-    "a few years back I'd have said otherwise; these days {cue}", "there was a time I'd have disagreed, but now {cue}",
-    "that's changed since my student days: {cue}", "I've come round to it these days: {cue}",
+    *RECENT_FRAMES, "I saw it differently once, but I've moved on since: {cue}",
+    "a few years back I'd have said otherwise; now {cue}", "there was a time I'd have disagreed, but now {cue}",
+    "that's changed since my student days: {cue}", "I've come round to it since: {cue}",
 )
 # The cue is what the user used to say (reported, so that a cue in the present tense reads right:
 # v2's "a few years back I skip breakfast" did not).
 ENDED_FRAMES_V3: tuple[str, ...] = (
-    "back in my student days I'd have said {cue}, but that was a long time ago", "I used to say {cue}, but that's changed",
-    "a few years back I'd have said {cue}; I've moved on since", "there was a time I'd have told you {cue}, but not these days",
-    "in my twenties I'd have said {cue}; that phase is over", "I used to be sure that {cue}, but I've come round since",
+    "back in my student days I'd have said {cue}, but that was a long time ago", "once I'd have said {cue}, but that's changed",
+    "a few years back I'd have said {cue}; I've moved on since", "there was a time I'd have told you {cue}, but that time's gone",
+    "in my twenties I'd have said {cue}; that phase is over", "I was once sure that {cue}, but I've come round since",
 )
 # The assistant's reply to a distractor told in passing (other people's, ended, hypothetical).
 ASIDE_REPLIES: tuple[str, ...] = (
