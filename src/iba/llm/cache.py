@@ -20,6 +20,7 @@ from typing import Any
 
 from iba.llm.base import Completion, ModelRequest
 from iba.llm.secrets import redact_stored
+from iba.sqlite_wal import enable_wal
 
 # Bump when the meaning of a cached reply changes (e.g. how tool calls are produced).
 KEY_VERSION = "iba-llm-cache/1"
@@ -44,7 +45,7 @@ class ResponseCache:
         self._lock = threading.Lock()
         # One connection per cache object, used from worker threads under a lock.
         self._conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        enable_wal(self._conn)
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=30000")
         self._conn.execute(

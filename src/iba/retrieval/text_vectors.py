@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from iba.retrieval.embed import Embedder
+from iba.sqlite_wal import enable_wal
 
 
 def _digest(text: str) -> bytes:
@@ -34,7 +35,7 @@ class TextVectors:
         self.embedder = embedder
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        enable_wal(self._db)
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (digest BLOB PRIMARY KEY, vector BLOB NOT NULL)")
         self._db.commit()
 

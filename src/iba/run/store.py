@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from iba.llm.secrets import redact_stored
+from iba.sqlite_wal import enable_wal
 from iba.run.calibrations import JudgeCalibrations
 from iba.run.sample import Sample
 from iba.types import LEGACY_QA, IngestRecord, RunRecord, ScoreRecord
@@ -110,7 +111,7 @@ class Store(JudgeCalibrations):
         self.owner = _owner()
         try:
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._db)
             self._db.executescript(_SCHEMA)
             self._migrate()
         except sqlite3.DatabaseError as e:
