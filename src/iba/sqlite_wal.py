@@ -8,7 +8,8 @@ import time
 
 def enable_wal(db: sqlite3.Connection, timeout_s: float = 30.0) -> None:
     """Switch `db` to WAL. Processes opening a new file at once race here, and SQLite answers the
-    loser "database is locked" at once, without its busy timeout (1 open in 8 when three raced): retry."""
+    loser "database is locked" at once, without its busy timeout (measured: 25 and 41 of 600 opens,
+    three processes on each of 200 new files): retry."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
