@@ -10,6 +10,13 @@ C 1, liblinear) only each labelled turn's scenario and dimension (one-hot), on t
 same personas, seed 0, 5 folds by persona), and prints the AUC evidence vs distractors (per
 distractor form too) and each scenario's share of evidence among its labelled turns: a text whose
 n-grams name its cue's scenario cannot score below this by form alone.
+
+It also prints what the plan holds fixed: the evidence turns whose (scenario, dimension) no distractor
+ever voices (the answer key's safety rules keep a key off every persona's distractor pool when it shares
+a generic facet, e.g. a budget or a time of day, with a dimension of one of its tasks), and the audit's
+own text classifier scored *within* keys: the AUC over the pairs of one evidence and one distractor turn
+of the same (scenario, dimension) and fold, pooled (a stratified AUC): how far the writing tells evidence
+from distractors where their content is the same preference dimension (the plan alone scores 0.5 there).
 """
 
 from __future__ import annotations
@@ -48,19 +55,23 @@ def main() -> None:
     # the audit's personas and folds: users with evidence, shuffled with seed 0, the first N
     users = sorted({u for u, _, e, _ in rows.values() if e})
     random.Random(0).shuffle(users)
-    fold = {u: i % style_audit.FOLDS for i, u in enumerate(users[: args.personas])}
+    n_folds = min(style_audit.FOLDS, len(users[: args.personas]))  # as the audit: fewer personas, fewer folds
+    if n_folds < 2:
+        raise SystemExit(f"{args.root}: needs at least 2 personas with evidence")
+    fold = {u: i % n_folds for i, u in enumerate(users[: args.personas])}
     picked = [r for r in rows.values() if r[0] in fold]
     x = DictVectorizer().fit_transform([r[1] for r in picked])
     y = np.array([r[2] for r in picked])
     folds = np.array([fold[r[0]] for r in picked])
     forms = np.array([r[3] for r in picked])
     s = np.zeros(len(y))
-    for k in range(style_audit.FOLDS):
+    for k in range(n_folds):
         clf = LogisticRegression(C=style_audit.C, solver="liblinear").fit(x[folds != k], y[folds != k])
         s[folds == k] = clf.decision_function(x[folds == k])
     per_form = {m: round(auc(s[y], s[forms == m]), 4) for m in sorted(set(forms[~y]))}
     print(f"scenario and dimension alone, {len(fold)} personas, {int(y.sum())} evidence and {int((~y).sum())} distractor turns: "
           f"AUC evidence vs distractors {auc(s[y], s[~y]):.4f}; per form {per_form}")
+    _within_key(args.root, rows, fold, s, y, picked)
     ev, dis = Counter(), Counter()
     for _, feats, e, _ in rows.values():  # the whole build
         scen = next(k[2:] for k in feats if k.startswith("s="))
@@ -71,6 +82,74 @@ def main() -> None:
     for share, k in shares[:5] + shares[-5:]:
         print(f"  {k}: {share:.3f} ({ev[k]} evidence, {dis[k]} distractor turns)")
 
+
+def _within_key(root: Path, rows: dict, fold: dict[str, int], plan_scores: np.ndarray, y: np.ndarray, picked: list) -> None:
+    from scipy import sparse
+    from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
+    from sklearn.preprocessing import StandardScaler
+
+    from iba.construct import style_audit
+    from iba.dataset import Dataset
+
+    ev_keys, dis_keys = Counter(), Counter()
+    for _, feats, e, _ in rows.values():
+        (ev_keys if e else dis_keys)[tuple(sorted(feats))] += 1
+    unvoiced = sum(n for k, n in ev_keys.items() if not dis_keys[k])
+    print(f"evidence turns whose (scenario, dimension) no distractor voices: {unvoiced} of {sum(ev_keys.values())} "
+          f"({unvoiced / sum(ev_keys.values()):.1%}; whole build)")
+    # the audit's text classifier on the audited personas' labelled turns (noise left out: not a class here)
+    ds = Dataset(root)
+    turns = {t.id: t.text for u in fold for t in ds.history(u) if t.role == "user"}
+    ids = [tid for tid, r in rows.items() if r[0] in fold]
+    texts = [turns[tid] for tid in ids]
+    yy = np.array([rows[tid][2] for tid in ids])
+    ff = np.array([fold[rows[tid][0]] for tid in ids])
+    grams = HashingVectorizer(analyzer="char_wb", ngram_range=(2, 4), lowercase=False, alternate_sign=False, norm=None,
+                              n_features=style_audit.N_FEATURES, dtype=np.float32).transform(texts)
+    form = StandardScaler().fit_transform(np.array([style_audit.form_features(t) for t in texts]))
+    x = sparse.hstack([TfidfTransformer(sublinear_tf=True).fit_transform(grams), sparse.csr_matrix(form)]).tocsr()
+    text_scores = style_audit._out_of_fold(x, yy, ff, 0)
+    if text_scores is None:
+        print("text: not scored (a fold's training part lacks evidence or distractors)")
+        return
+    # pairs of one fold only: each fold's scores come from its own model
+    keys = [(tuple(sorted(rows[tid][1])), fold[rows[tid][0]]) for tid in ids]
+    plan_keys = [(tuple(sorted(r[1])), fold[r[0]]) for r in picked]
+    from iba.construct.stats import auc
+
+    users = [rows[tid][0] for tid in ids]
+    plan_users = [r[0] for r in picked]
+    for name, sc, yv, ks, us in (("text (the style audit's classifier)", text_scores, yy, keys, users),
+                                 ("plan alone", plan_scores, y, plan_keys, plan_users)):
+        # every (evidence, distractor) pair of one stratum: who each turn's persona is, and who wins
+        pe, pd, win = [], [], []
+        strata: dict = {}
+        for i, k in enumerate(ks):
+            strata.setdefault(k, ([], []))[0 if yv[i] else 1].append(i)
+        for e, d in strata.values():
+            for i in e:
+                for j in d:
+                    pe.append(us[i])
+                    pd.append(us[j])
+                    win.append(1.0 if sc[i] > sc[j] else 0.5 if sc[i] == sc[j] else 0.0)
+        if not win:
+            print(f"{name}: AUC evidence vs distractors {auc(sc[yv], sc[~yv]):.4f} overall; no pairs within (scenario, dimension)")
+            continue
+        w = np.array(win)
+        # a 95% interval by resampling personas (2,000 draws, seed 0): pairs weigh by how often each side's persona is drawn
+        names = sorted(set(us))
+        col = {u: i for i, u in enumerate(names)}
+        ie, idd = np.array([col[u] for u in pe]), np.array([col[u] for u in pd])
+        rng = np.random.default_rng(0)
+        draws = []
+        for _ in range(2000):
+            m = np.bincount(rng.integers(0, len(names), len(names)), minlength=len(names))
+            pw = m[ie] * m[idd]
+            if pw.sum():
+                draws.append(float((pw * w).sum() / pw.sum()))
+        lo, hi = np.percentile(draws, [2.5, 97.5])
+        print(f"{name}: AUC evidence vs distractors {auc(sc[yv], sc[~yv]):.4f} overall, {w.mean():.4f} [{lo:.4f}, {hi:.4f}] "
+              f"within (scenario, dimension) ({len(w)} pairs of one fold, {len(names)} personas)")
 
 if __name__ == "__main__":
     main()
