@@ -48,6 +48,9 @@ def main() -> None:
     for tv in ds.instances:
         for lab in keys[tv.instance_id].evidence:
             rows.setdefault(lab.turn_id, (tv.user_id, {"s=" + tv.scenario: 1, "d=" + lab.dimension: 1}, True, "evidence"))
+    if not (args.root / "distractors.jsonl").exists():
+        raise SystemExit(f"{args.root}: no distractors.jsonl (an iba build with distractors has one; imports such as "
+                         "PrefEval's label no distractors, so there is nothing to separate evidence from)")
     with (args.root / "distractors.jsonl").open(encoding="utf-8") as f:
         for line in f:
             d = json.loads(line)
