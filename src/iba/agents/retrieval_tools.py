@@ -13,7 +13,7 @@ from iba.retrieval.deep import CandidatePool, DeepRetrieval, StepLike
 from iba.retrieval.expansion import FacetQueries, schema_terms
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.llm_expansion import EXPANSION_TOKENS, STATE_TOKENS, llm_facet_queries, llm_state_queries, state_prompt
-from iba.retrieval.passage import Method, Passage
+from iba.retrieval.passage import Passage
 from iba.retrieval.salience import SalienceScore
 from iba.retrieval.views import user_view
 
@@ -38,30 +38,9 @@ class DeepRetrievalTools(ToolState):
                 step.outputs = {"chunks": len(self.index), "key": self.index.key}
         return self.index
 
-    async def similarity_retrieve(
-        self, query: str | None = None, k: int | None = None, label: str = "task", method: Method | None = None
-    ) -> list[Passage]:
-        """Top-k passages for a query (the task text by default); they join the candidate pool."""
-        return await self.deep.search(query, k, label, method)
-
-    async def expand_queries(self) -> FacetQueries:
-        """The five facet sub-queries of Table 3 (LLM, one JSON call; or the template)."""
-        return await self.deep.expand()
-
-    async def facet_retrieve(self) -> list[Passage]:
-        return await self.deep.search_facets()
-
-    async def cue_scan_retrieve(self) -> list[Passage]:
-        return await self.deep.scan_cues()
-
-    async def feedback_retrieve(self) -> list[Passage]:
-        return await self.deep.feedback()
-
-    def filter_redundant(self) -> CandidatePool:
-        return self.deep.filter()
-
     async def rerank_salience(self) -> list[Passage]:
-        self.evidence = await self.deep.rerank()
+        """Deep Retrieval's filter and rerank over all found so far: the kept passages are the evidence."""
+        self.evidence = await self.deep.narrow()
         self.ranked = self.deep.ranked
         return self.evidence
 
@@ -110,7 +89,7 @@ class DeepRetrievalTools(ToolState):
 
     async def plain_retrieve(self) -> list[Passage]:
         """Ablation "w/o Deep Retrieval": the task's top-3 dense passages are the evidence."""
-        self.evidence = await self.similarity_retrieve(k=3, method="dense")
+        self.evidence = await self.deep.search(k=3, method="dense")
         self.ranked = list(self.evidence)
         return self.evidence
 

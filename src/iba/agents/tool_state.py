@@ -9,8 +9,7 @@ from iba.agents.replies import AlignmentPlan, CompactEvidence
 from iba.agents.step_prompts import StepPrompts
 from iba.agents.trace import Trace
 from iba.llm.base import Backend, approx_tokens
-from iba.retrieval.deep import CandidatePool, DeepRetrieval
-from iba.retrieval.expansion import FacetQueries
+from iba.retrieval.deep import DeepRetrieval
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.passage import Passage
 from iba.types import TaskView, Turn
@@ -41,18 +40,6 @@ class ToolState:
 
     def _pipeline(self) -> DeepRetrieval:  # DeepRetrievalTools builds it with its plug-ins
         raise NotImplementedError
-
-    @property
-    def rankings(self) -> list[tuple[str, list[Passage]]]:
-        return self.deep.rankings
-
-    @property
-    def queries(self) -> FacetQueries | None:
-        return self.deep.queries
-
-    @property
-    def pool(self) -> CandidatePool | None:
-        return self.deep.pool
 
     @property
     def backend(self) -> Backend:
