@@ -7,7 +7,6 @@ from __future__ import annotations
 from iba.agents.rag import load_index
 from iba.agents.replies import SALIENCE_TOKENS_PER_PASSAGE, salience_reply_model
 from iba.agents.tool_state import ToolState
-from iba.llm.structured import complete_json
 from iba.prompts import render
 from iba.retrieval.deep import CandidatePool, DeepRetrieval, StepLike
 from iba.retrieval.expansion import FacetQueries, schema_terms
@@ -64,23 +63,14 @@ class DeepRetrievalTools(ToolState):
         if self.o.reranker == "each":
             scores = []
             for text in shown:  # same template, one passage per call: the scores do not see each other
-                prompt = render("agent_salience", task=self.task, passages=[text], n=1)
-                step.llm(prompt, [])
-                reply, comps = await complete_json(
-                    self.backend, prompt.messages, salience_reply_model(1),
-                    max_tokens=self._cap(SALIENCE_TOKENS_PER_PASSAGE + 40), seed=self.env.seed,
-                )
-                step.llm(None, comps)
+                reply, _ = await self.ask(step, render("agent_salience", task=self.task, passages=[text], n=1),
+                                          salience_reply_model(1), self._cap(SALIENCE_TOKENS_PER_PASSAGE + 40))
                 scores.append(SalienceScore(relevance=reply.scores[0].relevance, signal=reply.scores[0].signal))
             return scores
         n = len(cands)
-        cap = self._cap(SALIENCE_TOKENS_PER_PASSAGE * n + 40)
-        prompt = self.prompts.prompt("agent_salience", cap, task=self.task, passages=shown, n=n)
         self.shown = {p.chunk_id: f"P{i}" for i, p in enumerate(cands, 1)}
-        step.llm(prompt, [])
-        reply, comps = await complete_json(self.backend, prompt.messages, salience_reply_model(n), max_tokens=cap, seed=self.env.seed)
-        step.llm(None, comps)
-        self.prompts.answered(prompt, comps[-1].text)
+        reply = await self.chained(step, "agent_salience", salience_reply_model(n),
+                                   SALIENCE_TOKENS_PER_PASSAGE * n + 40, task=self.task, passages=shown, n=n)
         return [SalienceScore(relevance=s.relevance, signal=s.signal) for s in reply.scores]
 
     def user_view(self, p: Passage) -> str:
