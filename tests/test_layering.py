@@ -13,7 +13,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "ARCHITECTURE.md"
 
 # lowest first; a module may import its own package and the layers below, never above or sideways
 LAYERS: list[list[str]] = [
-    ["iba", "types", "cancel", "cpus", "argtypes", "sqlite_wal"],
+    ["iba", "types", "cancel", "cpus", "argtypes", "sqlite_wal", "atomic"],
     ["prompts", "llm", "taxonomy"],
     ["dataset", "retrieval"],
     ["agents", "eval", "batch"],

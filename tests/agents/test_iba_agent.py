@@ -254,7 +254,7 @@ async def _rule_scores(tmp_path, names, **opts):
     tools = Toolkit(env(iba_backend(), tmp_path, scenarios=names), o, TEXT_TASK, small_history(), Trace())
     await tools.deep_retrieve()
     step = next(s for s in tools.trace.steps if s.step == "rerank_salience")
-    return {p.text: step.outputs["scores"][p.chunk_id] for p in tools.pool.passages}
+    return {p.text: step.outputs["scores"][p.chunk_id] for p in tools.deep.pool.passages}
 
 
 async def test_scenario_contrast_demotes_another_scenarios_preference(tmp_path):

@@ -4,7 +4,7 @@ import pytest
 
 from iba.agents.base import AgentError
 from iba.agents.iba_fc import IBAFunctionCallingAgent
-from iba.agents.toolkit import Toolkit
+from iba.retrieval.deep import DeepRetrieval
 from iba.llm.base import Completion
 from tests.agents.helpers import API_TASK, TEXT_TASK, env, iba_reply, small_history
 from tests.fakes import ScriptedBackend, tool_call_reply
@@ -135,7 +135,7 @@ async def test_code_errors_abort(tmp_path, monkeypatch):
     async def broken(self, *a, **k):
         raise ZeroDivisionError("bug in a tool")
 
-    monkeypatch.setattr(Toolkit, "similarity_retrieve", broken)
+    monkeypatch.setattr(DeepRetrieval, "search", broken)  # the search_history tool is this stage
     ctl = Controller([tool_call_reply("search_history", {"query": "docs"}), tool_call_reply("final_output", {})])
     with pytest.raises(ZeroDivisionError):
         await _agent(ScriptedBackend(ctl), tmp_path).act(TEXT_TASK, small_history())

@@ -33,7 +33,6 @@ from iba.agents.replies import (
     slot_reply_model,
 )
 from iba.agents.tool_state import ToolState
-from iba.llm.structured import complete_json
 from iba.prompts import Prompt, render
 from iba.retrieval.expansion import schema_terms
 from iba.retrieval.text_vectors import TextVectors
@@ -70,19 +69,13 @@ class AlignmentTools(ToolState):
             if not passages:
                 self.compacted = CompactEvidence(items=[])
             else:
-                cap = self._cap(COMPACT_TOKENS)
                 shown = self.shown if self.prompts.open else {}
-                prompt = self.prompts.prompt(
-                    "agent_compact", cap, task=self.task, passages=[passage_text(p, self.turns) for p in passages],
+                self.compacted = await self.chained(
+                    step, "agent_compact", CompactEvidence, COMPACT_TOKENS, task=self.task,
+                    passages=[passage_text(p, self.turns) for p in passages],
                     refs=[shown[p.chunk_id] for p in passages if p.chunk_id in shown],
                     extra=[self.user_view(p) for p in passages if p.chunk_id not in shown],
                 )
-                step.llm(prompt, [])
-                self.compacted, comps = await complete_json(
-                    self.backend, prompt.messages, CompactEvidence, max_tokens=cap, seed=self.env.seed
-                )
-                step.llm(None, comps)
-                self.prompts.answered(prompt, comps[-1].text)
             step.outputs = self.compacted
         return self.compacted
 
@@ -131,14 +124,8 @@ class AlignmentTools(ToolState):
             if not evidence:
                 extracted = ExtractedPreferences(preferences=[])
             else:
-                cap = self._cap(EXTRACT_TOKENS)
-                prompt = self.prompts.prompt("agent_extract", cap, task=self.task, evidence=evidence)
-                step.llm(prompt, [])
-                extracted, comps = await complete_json(
-                    self.backend, prompt.messages, ExtractedPreferences, max_tokens=cap, seed=self.env.seed
-                )
-                step.llm(None, comps)
-                self.prompts.answered(prompt, comps[-1].text)
+                extracted = await self.chained(step, "agent_extract", ExtractedPreferences, EXTRACT_TOKENS,
+                                               task=self.task, evidence=evidence)
             self.preferences = resolve_latest(extracted.preferences)
             step.outputs = {"extracted": extracted, "resolved": self.preferences}
         return self.preferences
@@ -149,14 +136,8 @@ class AlignmentTools(ToolState):
         lines = preference_lines(prefs)
         options = schema_terms(self.task.api_schema)
         with self.trace.step("align_plan", {"preferences": lines}) as step:
-            cap = self._cap(ALIGN_TOKENS)
-            prompt = self.prompts.prompt("agent_align", cap, task=self.task, preferences=lines, options=options)
-            step.llm(prompt, [])
-            self.plan, comps = await complete_json(
-                self.backend, prompt.messages, AlignmentPlan, max_tokens=cap, seed=self.env.seed
-            )
-            step.llm(None, comps)
-            self.prompts.answered(prompt, comps[-1].text)
+            self.plan = await self.chained(step, "agent_align", AlignmentPlan, ALIGN_TOKENS, task=self.task,
+                                           preferences=lines, options=options)
             step.outputs = self.plan
         return self.plan
 
@@ -176,12 +157,8 @@ class AlignmentTools(ToolState):
         for (name, description, values), view in await self.slot_views():
             evidence = view.lines
             with self.trace.step("align_slot", {"param": name, "values": list(values), "evidence": evidence} | _view_brief(view)) as step:
-                prompt = slot_prompt(self.task, evidence, name, description, values)
-                step.llm(prompt, [])
-                reply, comps = await complete_json(
-                    self.backend, prompt.messages, slot_reply_model(values), max_tokens=self._cap(SLOT_TOKENS), seed=self.env.seed
-                )
-                step.llm(None, comps)
+                reply, _ = await self.ask(step, slot_prompt(self.task, evidence, name, description, values),
+                                          slot_reply_model(values), self._cap(SLOT_TOKENS))
                 step.outputs = {"param": name, "value": reply.value}  # type: ignore[attr-defined]
             # "unknown" leaves the parameter to synthesis, unless the enum holds "unknown" itself
             if reply.value != UNKNOWN or UNKNOWN in values:  # type: ignore[attr-defined]

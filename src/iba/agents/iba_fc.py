@@ -179,27 +179,19 @@ class IBAFunctionCallingAgent(Agent):
             return Outcome(content=f"error: {e}")
 
     async def _dispatch(self, tools: Toolkit, task: TaskView, call: ToolCall) -> Outcome:
-        name, args = call.name, call.arguments
+        name, args, deep = call.name, call.arguments, tools.deep
         if name == "search_history":
             a = _args(SearchArgs, args, name)
-            found = await tools.similarity_retrieve(a.query, a.k, label="search")
+            found = await deep.search(a.query, a.k, label="search")
             return Outcome(_preview(found))
         if name == "expand_queries":
             _args(NoArgs, args, name)
-            if not tools.rankings:  # the paper's order: the task itself is searched first
-                await tools.similarity_retrieve()
-            await tools.expand_queries()
-            new = await tools.facet_retrieve()
-            if tools.o.scan:
-                new += await tools.cue_scan_retrieve()
-            if tools.o.feedback:
-                new += await tools.feedback_retrieve()
-            return Outcome(json.dumps(tools.queries.model_dump()) + f"\nfound {len({p.chunk_id for p in new})} passages")
+            if not deep.rankings:  # the paper's order: the task itself is searched first
+                await deep.search()
+            new = await deep.widen()
+            return Outcome(json.dumps(deep.queries.model_dump()) + f"\nfound {len({p.chunk_id for p in new})} passages")
         if name == "rerank_evidence":
             _args(NoArgs, args, name)
-            if not tools.rankings:
-                await tools.similarity_retrieve()
-            tools.filter_redundant()
             kept = await tools.rerank_salience()
             return Outcome(f"kept {len(kept)} passages:\n" + _preview(kept))
         if name == "extract_preferences":
@@ -232,9 +224,6 @@ class IBAFunctionCallingAgent(Agent):
 
     async def _ensure_evidence(self, tools: Toolkit) -> None:
         if not tools.evidence:
-            if not tools.rankings:
-                await tools.similarity_retrieve()
-            tools.filter_redundant()
             await tools.rerank_salience()
 
 

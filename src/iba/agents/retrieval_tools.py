@@ -7,13 +7,12 @@ from __future__ import annotations
 from iba.agents.rag import load_index
 from iba.agents.replies import SALIENCE_TOKENS_PER_PASSAGE, salience_reply_model
 from iba.agents.tool_state import ToolState
-from iba.llm.structured import complete_json
 from iba.prompts import render
 from iba.retrieval.deep import CandidatePool, DeepRetrieval, StepLike
 from iba.retrieval.expansion import FacetQueries, schema_terms
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.llm_expansion import EXPANSION_TOKENS, STATE_TOKENS, llm_facet_queries, llm_state_queries, state_prompt
-from iba.retrieval.passage import Method, Passage
+from iba.retrieval.passage import Passage
 from iba.retrieval.salience import SalienceScore
 from iba.retrieval.views import user_view
 
@@ -38,30 +37,9 @@ class DeepRetrievalTools(ToolState):
                 step.outputs = {"chunks": len(self.index), "key": self.index.key}
         return self.index
 
-    async def similarity_retrieve(
-        self, query: str | None = None, k: int | None = None, label: str = "task", method: Method | None = None
-    ) -> list[Passage]:
-        """Top-k passages for a query (the task text by default); they join the candidate pool."""
-        return await self.deep.search(query, k, label, method)
-
-    async def expand_queries(self) -> FacetQueries:
-        """The five facet sub-queries of Table 3 (LLM, one JSON call; or the template)."""
-        return await self.deep.expand()
-
-    async def facet_retrieve(self) -> list[Passage]:
-        return await self.deep.search_facets()
-
-    async def cue_scan_retrieve(self) -> list[Passage]:
-        return await self.deep.scan_cues()
-
-    async def feedback_retrieve(self) -> list[Passage]:
-        return await self.deep.feedback()
-
-    def filter_redundant(self) -> CandidatePool:
-        return self.deep.filter()
-
     async def rerank_salience(self) -> list[Passage]:
-        self.evidence = await self.deep.rerank()
+        """Deep Retrieval's filter and rerank over all found so far: the kept passages are the evidence."""
+        self.evidence = await self.deep.narrow()
         self.ranked = self.deep.ranked
         return self.evidence
 
@@ -85,23 +63,14 @@ class DeepRetrievalTools(ToolState):
         if self.o.reranker == "each":
             scores = []
             for text in shown:  # same template, one passage per call: the scores do not see each other
-                prompt = render("agent_salience", task=self.task, passages=[text], n=1)
-                step.llm(prompt, [])
-                reply, comps = await complete_json(
-                    self.backend, prompt.messages, salience_reply_model(1),
-                    max_tokens=self._cap(SALIENCE_TOKENS_PER_PASSAGE + 40), seed=self.env.seed,
-                )
-                step.llm(None, comps)
+                reply, _ = await self.ask(step, render("agent_salience", task=self.task, passages=[text], n=1),
+                                          salience_reply_model(1), self._cap(SALIENCE_TOKENS_PER_PASSAGE + 40))
                 scores.append(SalienceScore(relevance=reply.scores[0].relevance, signal=reply.scores[0].signal))
             return scores
         n = len(cands)
-        cap = self._cap(SALIENCE_TOKENS_PER_PASSAGE * n + 40)
-        prompt = self.prompts.prompt("agent_salience", cap, task=self.task, passages=shown, n=n)
         self.shown = {p.chunk_id: f"P{i}" for i, p in enumerate(cands, 1)}
-        step.llm(prompt, [])
-        reply, comps = await complete_json(self.backend, prompt.messages, salience_reply_model(n), max_tokens=cap, seed=self.env.seed)
-        step.llm(None, comps)
-        self.prompts.answered(prompt, comps[-1].text)
+        reply = await self.chained(step, "agent_salience", salience_reply_model(n),
+                                   SALIENCE_TOKENS_PER_PASSAGE * n + 40, task=self.task, passages=shown, n=n)
         return [SalienceScore(relevance=s.relevance, signal=s.signal) for s in reply.scores]
 
     def user_view(self, p: Passage) -> str:
@@ -110,7 +79,7 @@ class DeepRetrievalTools(ToolState):
 
     async def plain_retrieve(self) -> list[Passage]:
         """Ablation "w/o Deep Retrieval": the task's top-3 dense passages are the evidence."""
-        self.evidence = await self.similarity_retrieve(k=3, method="dense")
+        self.evidence = await self.deep.search(k=3, method="dense")
         self.ranked = list(self.evidence)
         return self.evidence
 

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
 from iba.agents.base import AgentEnv, AgentError
 from iba.agents.iba_options import IBAOptions
 from iba.agents.preferences import ResolvedPreferences
 from iba.agents.replies import AlignmentPlan, CompactEvidence
 from iba.agents.step_prompts import StepPrompts
 from iba.agents.trace import Trace
-from iba.llm.base import Backend, approx_tokens
-from iba.retrieval.deep import CandidatePool, DeepRetrieval
-from iba.retrieval.expansion import FacetQueries
+from iba.llm.base import Backend, Completion, approx_tokens
+from iba.llm.structured import complete_json
+from iba.prompts import Prompt
+from iba.retrieval.deep import DeepRetrieval, StepLike
 from iba.retrieval.index import HistoryIndex
 from iba.retrieval.passage import Passage
 from iba.types import TaskView, Turn
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class ToolState:
@@ -43,18 +50,6 @@ class ToolState:
         raise NotImplementedError
 
     @property
-    def rankings(self) -> list[tuple[str, list[Passage]]]:
-        return self.deep.rankings
-
-    @property
-    def queries(self) -> FacetQueries | None:
-        return self.deep.queries
-
-    @property
-    def pool(self) -> CandidatePool | None:
-        return self.deep.pool
-
-    @property
     def backend(self) -> Backend:
         if self.env.backend is None:
             raise AgentError(f"{self.task.instance_id}: this configuration calls a model and none was given")
@@ -66,3 +61,20 @@ class ToolState:
 
     def _cap(self, tokens: int) -> int:
         return min(tokens, self.o.step_max_tokens) if self.o.step_max_tokens else tokens
+
+    async def ask(self, step: StepLike, prompt: Prompt, reply: type[M], cap: int) -> tuple[M, list[Completion]]:
+        """One structured LLM call of `step`: the prompt recorded first (kept if the call fails), the
+        reply (at most `cap` tokens) validated against `reply`, its completions counted."""
+        step.llm(prompt, [])
+        out, comps = await complete_json(self.backend, prompt.messages, reply, max_tokens=cap, seed=self.env.seed)
+        step.llm(None, comps)
+        return out, comps
+
+    async def chained(self, step: StepLike, name: str, reply: type[M], tokens: int, **variables: Any) -> M:
+        """`ask` for a step of the chain (StepPrompts): its prompt within the open conversation when
+        `chain` is on, which then goes on from the reply."""
+        cap = self._cap(tokens)
+        prompt = self.prompts.prompt(name, cap, **variables)
+        out, comps = await self.ask(step, prompt, reply, cap)
+        self.prompts.answered(prompt, comps[-1].text)
+        return out

@@ -1,7 +1,7 @@
 """The IBA-Agent tools (paper section 4), shared by the pipeline (`iba`) and the FC variant (`iba-fc`).
 
-Deep Retrieval (retrieval_tools): build_index, similarity_retrieve, expand_queries, facet_retrieve,
-cue_scan_retrieve, feedback_retrieve, filter_redundant, rerank_salience. Broad Thinking & Deep
+Deep Retrieval (retrieval_tools): build_index, the stages of the one pipeline (`deep`, a
+retrieval.deep.DeepRetrieval: search, widen, narrow), rerank_salience. Broad Thinking & Deep
 Alignment (alignment_tools): compact_evidence, extract_preferences (the code then keeps the latest
 value per aspect), align_plan. Synthesis (here): synthesize, which reads the plan *and* the evidence
 view beside it (whole user turns within the prompt's budget), so a lossy plan cannot hide what

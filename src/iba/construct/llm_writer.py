@@ -30,7 +30,7 @@ from iba import prompts
 from iba.construct import evidence_bank as bank
 from iba.construct.distractors import FORMS, exchange_size
 from iba.construct.llm_distractors import write_distractor
-from iba.construct.llm_exchange import WRITE_TEMPERATURE, ExchangeModel, Written, chat_model, user_exchange
+from iba.construct.llm_exchange import WRITE_TEMPERATURE, Check, ExchangeModel, Written, chat_model, user_exchange
 from iba.construct.llm_journal import Journal
 from iba.construct.personas import persona_summary
 from iba.construct.plan_types import EvidenceItem, PersonaPlan, SessionPlan, StateMention
@@ -225,16 +225,6 @@ class LLMWriter:
         state is active: then it is evidence of the constraints the state implies)."""
         mention: StateMention = session.item  # type: ignore[assignment]
         piece = Written(key=mention.key, role="state", turns=None)
-        seed_of = self._seeds(mention.key)
-
-        async def write(feedback: str, previous: str, attempt: int) -> list[str]:
-            obj = await self.model.json(
-                piece, "build_casual_chat", chat_model(4), max_tokens=360, temperature=WRITE_TEMPERATURE, seed=seed_of(attempt),
-                persona=persona, topic="an everyday question of your choice", n_turns=4, category_hint=CATEGORY_HINTS["help"],
-                mention=mention.cue,
-            )
-            return list(obj.turns)
-
         check = None
         if mention.active:
             avoid = sorted({c.dimension.replace("_", " ") for c in mention.state.constrains})
@@ -242,23 +232,30 @@ class LLMWriter:
             async def check(text: str):
                 return await self.model.check(piece, text, [mention.state.description], avoid)
 
-        return await self.model.checked(piece, write, 0, check, [("state", mention.cue)])
+        return await self._casual(piece, persona, 4, "an everyday question of your choice", "help", mention.cue, check,
+                                  [("state", mention.cue)])
 
     async def _chat(self, session: SessionPlan, persona: str) -> Written:
         """The session's filler chat: all its turns, the exchanges written over their places."""
-        key = f"{session.key}#chat"
-        piece = Written(key=key, role="chat", turns=None)
-        n, seed_of = session.n_turns, self._seeds(key)
+        piece = Written(key=f"{session.key}#chat", role="chat", turns=None)
+        return await self._casual(piece, persona, session.n_turns, session.noise.topic,  # type: ignore[union-attr]
+                                  session.noise.category, "", None, [])  # type: ignore[union-attr]
+
+    async def _casual(self, piece: Written, persona: str, n: int, topic: str, category: str, mention: str,
+                      check: Callable[[str], Awaitable[Check]] | None, wanted: list[tuple[str, str]]) -> Written:
+        """An `n`-turn chat on `topic` (build_casual_chat) whose first user turn mentions `mention` if
+        given; checked by `check` and written again while it fails, or (None) written once."""
+        seed_of = self._seeds(piece.key)
 
         async def write(feedback: str, previous: str, attempt: int) -> list[str]:
             obj = await self.model.json(
                 piece, "build_casual_chat", chat_model(n), max_tokens=min(2048, 90 * n), temperature=WRITE_TEMPERATURE,
-                seed=seed_of(attempt), persona=persona, topic=session.noise.topic, n_turns=n,  # type: ignore[union-attr]
-                category_hint=CATEGORY_HINTS[session.noise.category], mention="",  # type: ignore[union-attr]
+                seed=seed_of(attempt), persona=persona, topic=topic, n_turns=n, category_hint=CATEGORY_HINTS[category],
+                mention=mention,
             )
             return list(obj.turns)
 
-        return await self.model.checked(piece, write, 0, None, [])
+        return await self.model.checked(piece, write, 0, check, wanted)
 
     def _compose(self, plan: PersonaPlan, session: SessionPlan, pieces: dict[str, Written]) -> dict[str, Any]:
         """The session's turns: each exchange the model wrote at its place, the procedural text

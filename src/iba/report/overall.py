@@ -16,8 +16,7 @@ from iba.report.intervals import bootstrap_ci
 
 
 def overall_lines(data: ReportData) -> list[str]:
-    compared = sorted(data.compared, key=lambda i: (i.dataset, i.instance_id))
-    n = len({(i.dataset, i.instance_id) for i in compared})
+    n = len({(i.dataset, i.instance_id) for i in data.compared})
     out = [f"overall, every row on the same {n} instance(s), x100 with a 95% bootstrap interval:"]
     for row in data.rows:
         mine = [i for i in data.all_instances if i.row == row]
@@ -28,7 +27,7 @@ def overall_lines(data: ReportData) -> list[str]:
         if row in data.rows_left_out:
             out.append(f"  {row.label}: no scored instance yet, left out of the comparison ({tail})")
             continue
-        ci = bootstrap_ci([s for i in compared if i.row == row if (s := i.score(data.judges)) is not None])
+        ci = bootstrap_ci([s for _, s in sorted(data.compared_scores[row].items())])  # instances in id order
         if ci is None:
             shown = "-"
         elif ci.n < 2:

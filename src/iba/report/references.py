@@ -10,18 +10,9 @@ prompt; the oracle row bounds it only for that model.
 
 from __future__ import annotations
 
-from iba.report.data import ReportData, RowKey
+from iba.report.data import ReportData
 from iba.report.intervals import paired
 from iba.report.table_value import Table
-
-
-def _scores(data: ReportData) -> dict[RowKey, dict[tuple[str, str], float]]:
-    out: dict[RowKey, dict[tuple[str, str], float]] = {}
-    for inst in data.compared:
-        s = inst.score(data.judges)
-        if s is not None:
-            out.setdefault(inst.row, {})[(inst.dataset, inst.instance_id)] = s
-    return out
 
 
 def _mean(scores: dict | None) -> float | None:
@@ -58,7 +49,7 @@ def kept_share(data: ReportData) -> float | None:
 
 def reference_table(data: ReportData) -> Table | None:
     """None unless some system has a null or oracle row of its model beside it."""
-    scores = _scores(data)
+    scores = data.compared_scores
     refs = {(r.model, r.run, r.reference): r for r in data.rows if r.reference}
     rows = []
     for row in data.rows:

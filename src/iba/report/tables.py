@@ -243,22 +243,12 @@ def _ingest_cells(ingests: list) -> list:
 # --------------------------------------------------------------------------- uncertainty
 
 
-def _overall_scores(data: ReportData) -> dict[RowKey, dict[tuple[str, str], float]]:
-    """row -> (dataset, instance) -> instance score, on the compared instances."""
-    out: dict[RowKey, dict[tuple[str, str], float]] = defaultdict(dict)
-    for inst in data.compared:
-        s = inst.score(data.judges)
-        if s is not None:
-            out[inst.row][(inst.dataset, inst.instance_id)] = s
-    return out
-
-
 def score_intervals(data: ReportData) -> dict[RowKey, dict[str, Interval | None]]:
     """row -> {domain short name or Overall: 95% percentile-bootstrap interval of the mean
     instance score over the row's compared instances (None: no instance)}. The ci table prints the
     Overall entries and fig4 draws all of them, so the plot and the table cannot disagree."""
     domain_of = {(i.dataset, i.instance_id): i.domain for i in data.compared}
-    by_row = _overall_scores(data)
+    by_row = data.compared_scores
     out: dict[RowKey, dict[str, Interval | None]] = {}
     for row in data.rows:
         scores = by_row[row]
@@ -332,7 +322,7 @@ def _boot_p(p: float) -> float | str:
 def paired_table(data: ReportData) -> Table | None:
     """Every pair of rows on the same instances: the difference, its paired bootstrap interval,
     wins/losses/ties and two paired tests (exact sign test, paired bootstrap)."""
-    scores = _overall_scores(data)
+    scores = data.compared_scores
     rows = []
     labels = data.rows
     for i, a in enumerate(labels):

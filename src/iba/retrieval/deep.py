@@ -608,17 +608,28 @@ class DeepRetrieval:
         contrast = await asyncio.to_thread(scenario_contrast, index, cands, self.task.scenario_name, self.scenarios)
         return scores if contrast is None else contrast_scores(scores, contrast, CONTRAST_WEIGHT)
 
+    async def widen(self) -> list[Passage]:
+        """Expansion and the searches it drives: facets, [cue scan], [feedback]; the passages they found."""
+        await self.expand()
+        found = await self.search_facets()
+        if self.o.scan:
+            found += await self.scan_cues()
+        if self.o.feedback:
+            found += await self.feedback()
+        return found
+
+    async def narrow(self) -> list[Passage]:
+        """Filter and rerank all that was found (the task searched first if nothing was yet)."""
+        if not self.rankings:
+            await self.search()
+        self.filter()
+        return await self.rerank()
+
     async def run(self) -> list[Passage]:
         """Every stage in order: task search, expansion, facet search, [cue scan], [feedback], filter, rerank."""
         await self.search()
-        await self.expand()
-        await self.search_facets()
-        if self.o.scan:
-            await self.scan_cues()
-        if self.o.feedback:
-            await self.feedback()
-        self.filter()
-        return await self.rerank()
+        await self.widen()
+        return await self.narrow()
 
     def result(self) -> DeepResult:
         assert self.queries is not None and self.pool is not None, "run() first"

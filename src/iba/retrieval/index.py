@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from iba.atomic import atomic_file
 from iba.retrieval.bm25 import BM25Index, top_k
 from iba.retrieval.chunking import CHUNK_OVERLAP, CHUNK_TOKENS, make_units, turn_body, user_turn_units
 from iba.retrieval.embed import Embedder, get_embedder
@@ -182,19 +181,9 @@ class HistoryIndex:
             return None
 
     def _save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         chunks_json = json.dumps([c.model_dump() for c in self.chunks], ensure_ascii=False)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, vectors=self.vectors.vectors, chunks=np.array(chunks_json))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        with atomic_file(path, "wb", prefix=path.stem, fsync=True) as f:
+            np.savez(f, vectors=self.vectors.vectors, chunks=np.array(chunks_json))
 
     # ------------------------------------------------------------------ search
 

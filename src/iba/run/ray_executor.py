@@ -1,9 +1,9 @@
 """`iba run --executor ray`: the local executor's run, with the agents spread over a Ray cluster.
 
 The driver (the `iba run` process) does everything around the agents exactly as the local
-executor does, with the same code (runner.plan_run, runner.finish): the work list and its keys,
---retry-errored, resume and rescoring, a claim in the store before an item goes out, storing and
-scoring each record that comes back. So SQLite keeps a single writer, and a run interrupted under
+executor does, with the same code (runner.run_dataset, given a RayDispatch): the work list and its
+keys, --retry-errored, resume and rescoring, a claim in the store before an item goes out, storing
+and scoring each record that comes back. So SQLite keeps a single writer, and a run interrupted under
 one executor finishes under the other with one record per key.
 
 Each worker is a Ray actor that builds its own backend from the model string and options (a
@@ -18,36 +18,19 @@ import asyncio
 import dataclasses
 import os
 import re
-import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from iba import registry
-from iba.agents.base import Agent, AgentEnv
 from iba.dataset import Dataset
 from iba.llm.base import Backend
-from iba.run.runner import (
-    Plan,
-    RunConfig,
-    RunSummary,
-    WorkItem,
-    claim_ttl,
-    elsewhere,
-    errored_record,
-    finish,
-    hidden_paths,
-    make_agent,
-    plan_run,
-    progress_bar,
-    run_one,
-    selection_debt,
-)
+from iba.run.runner import (LocalDispatch, Plan, RunConfig, RunSummary, WorkItem, errored_record,
+                            hidden_paths, run_dataset)
 from iba.run.oracle import reads_key
 from iba.run.store import Store
-from iba.types import RunRecord, TaskView, Turn
+from iba.types import RunRecord, TaskView
 
 RAY_INSTALL = "pip install 'iba[ray]'"
 # A worker process that dies (OOM kill, a crash in native code) is restarted by Ray, up to
@@ -115,34 +98,20 @@ def init_ray(address: str | None, num_cpus: int | None = None) -> bool:
 
 
 class RayWorker:
-    """One Ray actor: its own backend, agents and histories; runs one item per call."""
+    """One Ray actor: its own backend, agents and histories (a LocalDispatch); runs one item per call."""
 
     def __init__(self, dataset_root: str, recipe: BackendRecipe, cfg: RunConfig,
                  table: dict[str, dict[str, str]]) -> None:
         registry.restore(table)
-        self.ds = Dataset(dataset_root)
         self.backend = recipe.build()
-        self.cfg = cfg
-        self.agents: dict[tuple[str, int], Agent] = {}
-        self.histories: dict[str, list[Turn]] = {}
+        self.local = LocalDispatch(Dataset(dataset_root), self.backend, cfg, cfg.hidden)
 
     def model_id(self) -> str:
         return self.backend.model_id
 
-    def _agent(self, spec: str, trial: int) -> Agent:
-        if (spec, trial) not in self.agents:
-            env = AgentEnv(backend=self.backend, cache_dir=self.cfg.cache_dir, embedder=self.cfg.embedder,
-                           seed=self.cfg.seed + trial, scenarios=self.ds.scenario_names)
-            self.agents[(spec, trial)] = make_agent(spec, env, self.cfg.hidden)
-        return self.agents[(spec, trial)]
-
     async def run(self, spec: str, task_json: str, trial: int, dataset: str) -> str:
         """The RunRecord (as JSON: no pickled pydantic across versions) of one item."""
-        task = TaskView.model_validate_json(task_json)
-        if task.user_id not in self.histories:
-            self.histories[task.user_id] = self.ds.history(task.user_id)
-        rec = await run_one(self._agent(spec, trial), spec, task, self.histories[task.user_id],
-                            dataset=dataset, model=self.backend.model_id, trial=trial, cfg=self.cfg)
+        rec = await self.local.run(spec, TaskView.model_validate_json(task_json), trial, dataset)
         return rec.model_dump_json()
 
 
@@ -171,39 +140,68 @@ async def run_dataset_ray(
 
     `backend` is the driver's (its model id makes the keys; judges may reuse it, and a local model
     loads in the driver only if it judges); `recipe` builds each worker's own."""
-    options = options or RayOptions()
-    ray = import_ray()  # before any work: a missing extra is a one-line error, not a half-done run
     # the workers' datasets have no held-back key path: the driver names every hidden file for them
     cfg = dataclasses.replace(cfg, hidden=hidden_paths(ds, cfg))
-    for spec in cfg.agents:  # fail fast on a bad agent spec, in the driver, before any worker starts
-        agent = make_agent(spec, AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder,
-                                          seed=cfg.seed), cfg.hidden)
-        if reads_key(agent):  # workers never open the key; one call per item needs no cluster
-            raise RayError(f"agent {spec}: the oracle reference reads the answer key in the runner; run it with "
-                           "--executor local")
-        if getattr(agent, "per_user", False):  # a memory agent: one session per user, not per item
-            raise RayError(f"--agent {spec}: memory agents run user by user with the local executor; "
-                           "run them without --executor ray (docs/memory_systems.md)")
-    plan = await plan_run(ds, backend.model_id, store, cfg, judges=judges)
-    summary = plan.summary
-    bar = progress_bar(plan, cfg)
-    started = False
-    actors: list[Any] = []
-    try:
-        if plan.todo:
-            started = init_ray(options.address, options.workers)
-            actors = _start_workers(ray, ds, cfg, recipe, options, len(plan.todo))
-            await _check_workers(actors, backend.model_id)
-            await _drive(actors, plan, store, cfg, bar, judges)
-    finally:
-        bar.close()
-        for actor in actors:
-            ray.kill(actor)
-        if started:
-            ray.shutdown()
-    selection_debt(plan, store)
-    summary.wall_s = round(time.perf_counter() - plan.t_start, 2)
-    return summary
+    dispatch = RayDispatch(ds, backend, cfg, recipe, options or RayOptions())
+    return await run_dataset(ds, backend, store, cfg, judges=judges, dispatch=dispatch)
+
+
+class RayDispatch(LocalDispatch):
+    """run_dataset's items on Ray workers, `cfg.concurrency` in flight on each; the driver (its agents
+    built here only to be checked) claims each item just before it goes out, stores and scores it."""
+
+    def __init__(self, ds: Dataset, backend: Backend, cfg: RunConfig, recipe: BackendRecipe,
+                 options: RayOptions) -> None:
+        super().__init__(ds, backend, cfg, cfg.hidden)
+        # before any work: a missing extra is a one-line error, not a half-done run
+        self.recipe, self.options, self.ray = recipe, options, import_ray()
+        self.actors: list[Any] = []
+        self.free: asyncio.Queue[Any] = asyncio.Queue()  # one entry per item a worker may take on
+        self.started = False
+
+    def check(self) -> None:
+        for spec in self.cfg.agents:  # in the driver, before any worker starts
+            agent = self.agent(spec, 0)
+            if reads_key(agent):  # workers never open the key; one call per item needs no cluster
+                raise RayError(f"agent {spec}: the oracle reference reads the answer key in the runner; run it with "
+                               "--executor local")
+            if getattr(agent, "per_user", False):  # a memory agent: one session per user, not per item
+                raise RayError(f"--agent {spec}: memory agents run user by user with the local executor; "
+                               "run them without --executor ray (docs/memory_systems.md)")
+
+    async def open(self, plan: Plan) -> int:
+        if not plan.todo:
+            return 1
+        self.started = init_ray(self.options.address, self.options.workers)
+        self.actors = _start_workers(self.ray, self.ds, self.cfg, self.recipe, self.options, len(plan.todo))
+        await _check_workers(self.actors, self.backend.model_id)
+        for actor in self.actors:
+            for _ in range(max(1, self.cfg.concurrency)):
+                self.free.put_nowait(actor)
+        return self.free.qsize()
+
+    async def produce(self, item: WorkItem, plan: Plan) -> RunRecord:
+        from ray.exceptions import RayActorError
+
+        actor = await self.free.get()
+        try:
+            rec = RunRecord.model_validate_json(
+                await actor.run.remote(item.spec, item.task.model_dump_json(), item.trial, plan.dataset))
+        except RayActorError as e:  # its worker died under it on every attempt
+            rec = errored_record(item.spec, item.task, dataset=plan.dataset, model=plan.model, trial=item.trial,
+                                 cfg=self.cfg, error=f"{type(e).__name__}: the Ray worker died while running this "
+                                 f"item ({1 + TASK_RETRIES} attempts): {str(e).splitlines()[0] if str(e) else ''}")
+        finally:
+            self.free.put_nowait(actor)
+        if rec.key != item.key:  # _check_workers makes this impossible; a wrong key would be stored forever
+            raise RuntimeError(f"a Ray worker returned key {rec.key} for {item.key}")
+        return rec
+
+    async def close(self) -> None:
+        for actor in self.actors:
+            self.ray.kill(actor)
+        if self.started:
+            self.ray.shutdown()
 
 
 def _start_workers(ray: Any, ds: Dataset, cfg: RunConfig, recipe: BackendRecipe, options: RayOptions,
@@ -241,43 +239,3 @@ def _cause(e: BaseException) -> str:
     lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in str(e).splitlines()]
     last = max((i for i, line in enumerate(lines) if re.match(r"[A-Za-z_][\w.]*(Error|Exception)\b", line)), default=None)
     return "\n".join(lines[last:]) if last is not None else (lines[0] if lines else type(e).__name__)
-
-
-async def _drive(actors: list[Any], plan: Plan, store: Store, cfg: RunConfig, bar: Any,
-                 judges: Sequence[Backend]) -> None:
-    """Keep `cfg.concurrency` items in flight on each worker; claim each just before it goes out
-    (a claim made long before its turn could expire while it waits in a queue)."""
-    from ray.exceptions import RayActorError
-
-    queue: deque[WorkItem] = deque(plan.todo)
-
-    async def feed(actor: Any) -> None:
-        while queue:
-            item = queue.popleft()
-            if not store.claim(item.key, claim_ttl(cfg)):  # another process runs it (or just stored it)
-                await elsewhere(plan, item.task.instance_id, store, cfg, bar, judges=judges)
-                continue
-            try:
-                try:
-                    rec = RunRecord.model_validate_json(
-                        await actor.run.remote(item.spec, item.task.model_dump_json(), item.trial, plan.dataset))
-                except RayActorError as e:  # its worker died under it on every attempt
-                    rec = errored_record(item.spec, item.task, dataset=plan.dataset, model=plan.model,
-                                         trial=item.trial, cfg=cfg,
-                                         error=f"{type(e).__name__}: the Ray worker died while running this item "
-                                               f"({1 + TASK_RETRIES} attempts): {str(e).splitlines()[0] if str(e) else ''}")
-                if rec.key != item.key:  # _check_workers makes this impossible; a wrong key would be stored forever
-                    raise RuntimeError(f"a Ray worker returned key {rec.key} for {item.key}")
-                await finish(plan, rec, store, cfg, bar, judges=judges)
-            finally:
-                store.release(item.key)
-
-    feeders = [asyncio.ensure_future(feed(a)) for a in actors for _ in range(max(1, cfg.concurrency))]
-    try:
-        await asyncio.gather(*feeders)
-    except BaseException:
-        # stop the others too (their claims are released) before the workers are killed
-        for f in feeders:
-            f.cancel()
-        await asyncio.gather(*feeders, return_exceptions=True)
-        raise

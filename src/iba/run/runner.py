@@ -379,6 +379,46 @@ async def elsewhere(plan: Plan, instance_id: str, store: Store, cfg: RunConfig, 
     bar.update(1)
 
 
+class LocalDispatch:
+    """Where run_dataset's agents run: here, one agent per (spec, trial) and each user's history read
+    once; a subclass sends the items elsewhere (run/ray_executor.py: to Ray workers, which run them
+    with a LocalDispatch). `check` refuses an agent spec before any work, `open` starts what runs the
+    plan's items and says how many may be in flight, `produce` makes an item's record."""
+
+    def __init__(self, ds: Dataset, backend: Backend, cfg: RunConfig, hidden: Sequence[str]) -> None:
+        self.ds, self.backend, self.cfg, self.hidden = ds, backend, cfg, hidden
+        self.agents: dict[tuple[str, int], Agent] = {}
+        self.histories: dict[str, list[Turn]] = {}
+
+    def agent(self, spec: str, trial: int) -> Agent:
+        if (spec, trial) not in self.agents:
+            env = AgentEnv(backend=self.backend, cache_dir=self.cfg.cache_dir, embedder=self.cfg.embedder,
+                           seed=self.cfg.seed + trial, scenarios=self.ds.scenario_names)
+            self.agents[(spec, trial)] = make_agent(spec, env, self.hidden)
+        return self.agents[(spec, trial)]
+
+    async def run(self, spec: str, task: TaskView, trial: int, dataset: str,
+                  keys: Mapping[str, AnswerKey] | None = None) -> RunRecord:
+        """One item's record (`keys`: the plan's, which the oracle's gold turns are read from)."""
+        if task.user_id not in self.histories:
+            self.histories[task.user_id] = self.ds.history(task.user_id)
+        agent = self.agent(spec, trial)
+        return await run_one(agent, spec, task, history_for(agent, self.ds, task, self.histories[task.user_id], keys),
+                             dataset=dataset, model=self.backend.model_id, trial=trial, cfg=self.cfg)
+
+    def check(self) -> None:
+        pass  # every agent runs here
+
+    async def open(self, plan: Plan) -> int:
+        return max(1, self.cfg.concurrency)
+
+    async def produce(self, item: WorkItem, plan: Plan) -> RunRecord:
+        return await self.run(item.spec, item.task, item.trial, plan.dataset, plan.keys)
+
+    async def close(self) -> None:
+        pass
+
+
 async def run_dataset(
     ds: Dataset,
     backend: Backend,
@@ -386,60 +426,52 @@ async def run_dataset(
     cfg: RunConfig,
     *,
     judges: Sequence[Backend] = (),
+    dispatch: LocalDispatch | None = None,
 ) -> RunSummary:
     """Run every selected (instance, agent, trial) not yet in the store; score inline if judges.
-    (run/ray_executor.py runs the same plan on Ray workers: plan_run and finish are shared.)"""
+    `dispatch` runs the agents (default: here); the plan, the claims, storing and scoring are this
+    function's whichever runs them, so the keys and records are the same."""
+    dispatch = dispatch or LocalDispatch(ds, backend, cfg, hidden_paths(ds, cfg))
+    dispatch.check()
     plan = await plan_run(ds, backend.model_id, store, cfg, judges=judges)
     summary = plan.summary
-
-    agents: dict[tuple[str, int], Agent] = {}
-    hidden = hidden_paths(ds, cfg)
-
-    def agent_for(spec: str, trial: int) -> Agent:
-        if (spec, trial) not in agents:
-            env = AgentEnv(backend=backend, cache_dir=cfg.cache_dir, embedder=cfg.embedder, seed=cfg.seed + trial,
-                           scenarios=ds.scenario_names)
-            agents[(spec, trial)] = make_agent(spec, env, hidden)
-        return agents[(spec, trial)]
-
     for spec in cfg.agents:  # fail fast on a bad agent spec, before any model work
-        agent_for(spec, 0)
+        dispatch.agent(spec, 0)
     # memory agents run user by user, ingesting each history once (their own small code path)
     from iba.run import memory_runner
 
-    memory_runner.check_tasks(ds, cfg.task(ds).instances(), cfg.agents, agent_for)
-    todo, groups = memory_runner.split(plan.todo, agent_for)
-
-    histories: dict[str, list[Turn]] = {}
-    sem = asyncio.Semaphore(max(1, cfg.concurrency))
+    memory_runner.check_tasks(ds, cfg.task(ds).instances(), cfg.agents, dispatch.agent)
+    todo, groups = memory_runner.split(plan.todo, dispatch.agent)
     bar = progress_bar(plan, cfg)
 
-    async def one(item: WorkItem) -> None:
-        async with sem:
+    async def one(item: WorkItem, sem: asyncio.Semaphore) -> None:
+        async with sem:  # claimed only at its turn: a claim made long before could expire while it waits
             if not store.claim(item.key, claim_ttl(cfg)):  # another process runs it (or just stored it)
                 await elsewhere(plan, item.task.instance_id, store, cfg, bar, judges=judges)
                 return
             try:
-                task = item.task
-                if task.user_id not in histories:
-                    histories[task.user_id] = ds.history(task.user_id)
-                agent = agent_for(item.spec, item.trial)
-                rec = await run_one(
-                    agent, item.spec, task, history_for(agent, ds, task, histories[task.user_id], plan.keys),
-                    dataset=plan.dataset, model=backend.model_id, trial=item.trial, cfg=cfg,
-                )
-                await finish(plan, rec, store, cfg, bar, judges=judges)
+                await finish(plan, await dispatch.produce(item, plan), store, cfg, bar, judges=judges)
             except CallDeferred:  # the action, or its judging, awaits a batch answer: a later run goes on
                 summary.deferred += 1
             finally:
                 store.release(item.key)
 
     try:
-        await asyncio.gather(*(one(item) for item in todo),
-                             *(memory_runner.run_group(g, agent_for(g.spec, g.trial), ds, plan=plan, store=store,  # type: ignore[arg-type]
-                                                       cfg=cfg, bar=bar, sem=sem, judges=judges) for g in groups))
+        sem = asyncio.Semaphore(await dispatch.open(plan))
+        work = [asyncio.ensure_future(one(item, sem)) for item in todo] + [asyncio.ensure_future(
+            memory_runner.run_group(g, dispatch.agent(g.spec, g.trial), ds, plan=plan, store=store,  # type: ignore[arg-type]
+                                    cfg=cfg, bar=bar, sem=sem, judges=judges)) for g in groups]
+        try:
+            await asyncio.gather(*work)
+        except BaseException:
+            # stop the others too (their claims are released) before what runs them is closed
+            for w in work:
+                w.cancel()
+            await asyncio.gather(*work, return_exceptions=True)
+            raise
     finally:
         bar.close()
+        await dispatch.close()
     selection_debt(plan, store)
     summary.wall_s = round(time.perf_counter() - plan.t_start, 2)
     return summary
