@@ -185,3 +185,14 @@ async def test_rescore_replaces_what_is_stored(tmp_path):
         recs = await score_record(record(action=GEN), KEY, judges=[again], store=store, rescore=True)
         assert {r.scorer for r in recs} == {"judge:A", "verifiers"}
         assert [s.score for s in store.scores() if s.scorer == "judge:A"] == [0.0]
+
+
+def test_api_template_for_one_rule_for_run_and_score():
+    from iba.eval.scoring import api_template_for
+    from iba.taxonomy import scenario_api
+
+    slots_key = API_KEY.model_copy(update={"instance_id": "inst-1"})
+    food = record().model_copy(update={"scenario": "food_ordering"})
+    assert api_template_for(food, slots_key) == scenario_api("food_ordering") is not None
+    assert api_template_for(food.model_copy(update={"probe": "q1"}), slots_key) is None  # a QA probe: no slots
+    assert api_template_for(record(), KEY) is None  # a generate task: its key has no slots

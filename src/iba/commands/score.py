@@ -51,19 +51,15 @@ async def score_store(store, records, keys, *, judges, cfg, concurrency: int, pr
     record's model to its judges (`--judges same`)."""
     from tqdm.auto import tqdm
 
-    from iba.eval.scoring import record_kind, score_record
-    from iba.taxonomy import scenario_api
+    from iba.eval.scoring import api_template_for, score_record
 
     counts: Counter = Counter()
     sem = asyncio.Semaphore(max(1, concurrency))
     bar = tqdm(total=len(records), desc="score", unit="run", disable=not progress)
-    templates: dict[str, object] = {}
 
     async def one(rec) -> None:
         key = keys[(rec.dataset, rec.instance_id)]
-        if rec.scenario not in templates:
-            templates[rec.scenario] = scenario_api(rec.scenario) if key.slots else None
-        api = templates[rec.scenario] if record_kind(rec, key) != "qa" else None
+        api = api_template_for(rec, key)
         # one semaphore for all records bounds the judge calls in flight across the whole store
         mine = judges.get(rec.model, []) if isinstance(judges, dict) else judges
         new = await score_record(rec, key, judges=mine, judge_repeats=cfg.repeats, api_template=api,

@@ -5,7 +5,8 @@ Kept in one place so that tables, plots and the HTML page cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 
 from iba.eval.panel import JUDGE_PREFIX, judge_scorer, panel_score
 from iba.types import AnswerKey, ScoreRecord
@@ -57,4 +58,12 @@ def replicate_score(kind: str, records: Iterable[ScoreRecord], repeat: int, judg
 
 def mean(values: Iterable[float | None]) -> float | None:
     vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def pass_hat_k(trial_scores: Iterable[Sequence[float]], k: int) -> float | None:
+    """tau-bench's pass^k, unbiased: the mean over instances of C(c, k) / C(n, k), n an instance's scored
+    trials (at least k) and c those scoring 1.0; None without such an instance. The report's ci table
+    and a submission's recomputation both use it."""
+    vals = [math.comb(sum(abs(s - 1.0) <= 1e-6 for s in v), k) / math.comb(len(v), k) for v in trial_scores if len(v) >= k]
     return sum(vals) / len(vals) if vals else None

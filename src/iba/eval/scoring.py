@@ -53,6 +53,14 @@ def record_kind(record: RunRecord, key: AnswerKey, api_template: ApiTemplate | N
     return "generate"
 
 
+def api_template_for(record: RunRecord, key: AnswerKey) -> ApiTemplate | None:
+    """The API template a task run's slots are checked against (its scenario's, synonyms included):
+    for a run of an instance with slots, not for a QA probe. `iba run` and `iba score` both ask here."""
+    from iba.taxonomy import scenario_api
+
+    return scenario_api(record.scenario) if key.slots and record.probe is None else None
+
+
 DEFAULT_SCORERS: tuple[str, ...] = ("qa", "slots", "verifiers", "judge")  # registry "scorers": every one
 
 

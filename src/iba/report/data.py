@@ -175,9 +175,10 @@ class ReportData:
     @cached_property
     def compared_scores(self) -> dict[RowKey, dict[tuple[str, str], float]]:
         """row -> (dataset, instance id) -> its score, on the compared instances: what every interval,
-        paired difference and reference gap of the report is computed from."""
+        paired difference and reference gap of the report is computed from; in (dataset, instance id)
+        order, so that `iba run`'s last lines and the report resample the same list."""
         out: dict[RowKey, dict[tuple[str, str], float]] = defaultdict(dict)
-        for inst in self.compared:
+        for inst in sorted(self.compared, key=lambda i: (i.dataset, i.instance_id)):
             if (s := inst.score(self.judges)) is not None:
                 out[inst.row][(inst.dataset, inst.instance_id)] = s
         return out

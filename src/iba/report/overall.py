@@ -27,7 +27,7 @@ def overall_lines(data: ReportData) -> list[str]:
         if row in data.rows_left_out:
             out.append(f"  {row.label}: no scored instance yet, left out of the comparison ({tail})")
             continue
-        ci = bootstrap_ci([s for _, s in sorted(data.compared_scores[row].items())])  # instances in id order
+        ci = bootstrap_ci(list(data.compared_scores[row].values()))  # instances in id order
         if ci is None:
             shown = "-"
         elif ci.n < 2:

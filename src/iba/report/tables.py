@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from iba.eval.aggregate import mean, replicate_score
+from iba.eval.aggregate import mean, pass_hat_k, replicate_score
 from iba.eval.panel import mean_sd
 from iba.eval.slots import chance_score
 from iba.report.attribution import attribution_table
@@ -274,7 +274,7 @@ def ci_table(data: ReportData) -> Table:
     cols = ["Agent (model)", "n", "Overall", "95% CI"] + ([f"pass^{k}"] if k > 1 else [])
     return Table("ci", "Overall score with 95% bootstrap interval", cols, rows,
                  note="Percentile bootstrap over the compared instances (2,000 resamples, seed 0). "
-                      + (f"pass^{k} (as in tau-bench): share x100 of instances whose {k} trials all score "
+                      + (f"pass^{k} (tau-bench's, unbiased): x100, the chance that {k} trials drawn from an instance's all score "
                          "1.0 (every checkpoint or slot satisfied). " if k > 1 else "")
                       + chance_note(data) + data.left_out_note(), rank_columns=[], cell_format=lambda v: f"{v:g}")
 
@@ -306,12 +306,10 @@ def score_bars(data: ReportData) -> tuple[dict[str, dict[str, tuple[float | None
 
 
 def _pass_hat_k(data: ReportData, row: RowKey, k: int) -> float | None:
-    """Share x100 of the row's compared instances with k trials that all score 1.0."""
-    insts = [i for i in data.compared if i.row == row and len(i.trials) >= k]
-    if not insts:
-        return None
-    ok = [all(i.trial_score(r, data.judges) == 1.0 for r in i.trials[:k]) for i in insts]
-    return round(100 * sum(ok) / len(ok), 1)
+    """pass^k x100 over the row's compared instances with k trials (eval.aggregate.pass_hat_k)."""
+    scored = ([s for r in i.trials if (s := i.trial_score(r, data.judges)) is not None] for i in data.compared if i.row == row)
+    p = pass_hat_k(scored, k)
+    return None if p is None else round(100 * p, 1)
 
 
 def _boot_p(p: float) -> float | str:

@@ -23,7 +23,7 @@ from iba import __version__, cancel, registry
 from iba.agents.base import Agent, AgentEnv, parse_agent_spec
 from iba.dataset import Dataset, DatasetError, dataset_id
 from iba.eval.qa import qa_prompt
-from iba.eval.scoring import DEFAULT_SCORERS, score_record
+from iba.eval.scoring import DEFAULT_SCORERS, api_template_for, score_record
 from iba.llm.base import Backend, CallDeferred
 from iba.run.failures import classify
 from iba.run.oracle import history_for
@@ -31,7 +31,6 @@ from iba.run.sample import bind_sample
 from iba.run.selection import Selection
 from iba.run.store import Store
 from iba.run.task import Task
-from iba.taxonomy import scenario_api
 from iba.types import Action, AnswerKey, QAProbe, RunRecord, TaskView, Turn, Usage, item_id, stable_hash
 
 
@@ -492,8 +491,7 @@ async def score_stored(
     key, task = keys.get(rec.instance_id), tasks.get(rec.instance_id)
     if key is None or task is None:
         return 0
-    api = scenario_api(task.scenario) if task.action == "call_api" and rec.probe is None else None
-    return len(await score_record(rec, key, judges=list(judges), judge_repeats=judge_repeats, api_template=api, store=store,
-                                   scorers=scorers))
+    return len(await score_record(rec, key, judges=list(judges), judge_repeats=judge_repeats,
+                                   api_template=api_template_for(rec, key), store=store, scorers=scorers))
 
 

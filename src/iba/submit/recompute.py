@@ -11,12 +11,11 @@ C(c, k) / C(n, k) over all n scored trials of an instance, averaged over instanc
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from iba.eval.aggregate import instance_score, mean
+from iba.eval.aggregate import instance_score, mean, pass_hat_k
 from iba.report.intervals import bootstrap_ci
 from iba.submit.schema import (OVERALL, SINGLE, Counts, Entry, InstanceResult, Result, Sample, ScorerResult,
                                Submission, Usage)
@@ -90,11 +89,7 @@ def pass_k(instances: Sequence[InstanceResult], trials: int) -> dict[str, float]
     if not per:
         return None
     top = min(len(v) for v in per.values())
-    out = {}
-    for k in range(1, top + 1):
-        vals = [math.comb(sum(abs(s - 1.0) <= SCORE_TOL for s in v), k) / math.comb(len(v), k) for v in per.values()]
-        out[str(k)] = round(100 * sum(vals) / len(vals), 2)
-    return out
+    return {str(k): round(100 * pass_hat_k(per.values(), k), 2) for k in range(1, top + 1)}  # type: ignore[operator]
 
 
 def counts(instances: Sequence[InstanceResult], dataset_instances: int, sample: int) -> Counts:
