@@ -568,6 +568,7 @@ def main(argv: list[str] | None = None) -> int:
         results["sample"] = sample(a)
         save(results)
     a.info = results["sample"]
+    ensure_dataset(a)  # a resume on another machine has the stored sample but not the build
     stub = embed_server = None
     if "harness" in a.only:
         if not (a.work / "cache-inproc" / "index").is_dir():
