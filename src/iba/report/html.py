@@ -256,7 +256,7 @@ def render_page(
                  "rationale, and the gold evidence turns highlighted in the user's history.</p>")
     histories: dict[tuple[str, str], list[Turn] | None] = {}
     shown = 0
-    runs = [(inst, run) for inst in data.all_instances for run in inst.trials]
+    runs = [(inst, run) for inst in data.instances for run in inst.trials]
     for inst, run in runs[:MAX_DRILLDOWN]:
         hk = (inst.dataset, run.user_id)
         if hk not in histories:

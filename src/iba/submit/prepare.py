@@ -120,9 +120,9 @@ def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str 
     did = dataset_id(ds)
     data = load_report_data(store_path, [dataset_dir], runs=runs, judges=judges,
                             answer_keys=[answer_key] if answer_key else None)
-    mine = [i for i in data.all_instances if i.dataset == did]
+    mine = [i for i in data.instances if i.dataset == did]
     if not mine:
-        others = sorted({i.dataset for i in data.all_instances})
+        others = sorted({i.dataset for i in data.instances})
         raise ValueError(f"{store_path} holds no runs on dataset {did}" + (f" (it has: {', '.join(others)})" if others else ""))
     by_row: dict[Any, list[Instance]] = defaultdict(list)
     for inst in mine:
