@@ -75,7 +75,7 @@ class BatchFolder:
                 raise BatchError(f"{self.root}: exists and is not a folder")
             if self.root.exists() and any(self.root.iterdir()):
                 raise BatchError(f"{self.root}: exists, is not empty and is not a batch folder (no batch.json)")
-            atomic_write_text(meta, json.dumps({"format": FORMAT, "created": _now()}, indent=2) + "\n")
+            atomic_write_text(meta, json.dumps({"format": FORMAT, "created": utc_now()}, indent=2) + "\n")
         else:
             try:
                 fmt = json.loads(meta.read_text(encoding="utf-8")).get("format")
@@ -238,5 +238,5 @@ class BatchFolder:
                 ("answered", "awaiting", "new", "rejected", "given_up")}}
 
 
-def _now() -> str:
+def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
