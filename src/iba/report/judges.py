@@ -18,9 +18,8 @@ def judge_notes(store_path: str | Path, judge_scorers: list[str], agent_models: 
     """One or more lines per judge scorer ("judge:<model_id>"), in the order given."""
     checks: dict[str, JudgeCheckResult] = {}
     if Path(store_path).exists():
-        with Store(store_path) as store:
-            for r in store.judge_checks():  # oldest first: the latest check of a judge wins
-                checks[r.judge] = r
+        with Store(store_path) as store:  # oldest first: the latest check of a judge wins
+            checks = {r.judge: r for r in store.judge_checks()}
     agents = set(agent_models)
     lines: list[str] = []
     for scorer in dict.fromkeys(judge_scorers):

@@ -106,11 +106,6 @@ def _ingest_cost(records: list[Any]) -> IngestCost | None:
                       wall_s=round(sum(r.wall_s for r in records), 3), attempts=sum(r.attempts for r in records))
 
 
-def _judge_checks(store_path: Path) -> dict[str, Any]:
-    with Store(store_path) as store:
-        return {r.judge: r for r in store.judge_checks()}  # oldest first: the latest wins
-
-
 def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str | Path | None = None,
             runs: list[str] | None = None, judges: list[str] | None = None, submitter: Contact | None = None,
             organization: str | None = None, references: list[Reference] | None = None, notes: str = "",
@@ -128,7 +123,8 @@ def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str 
     for inst in mine:
         by_row[inst.row].append(inst)
     all_ids = [t.instance_id for t in ds.instances]
-    checks = _judge_checks(Path(store_path))
+    with Store(store_path) as store:
+        checks = {r.judge: r for r in store.judge_checks()}  # oldest first: the latest wins
     judge_repeats: dict[str, int] = defaultdict(int)
     entries = []
     domains = sorted({t.domain for t in ds.instances})
