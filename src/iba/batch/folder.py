@@ -142,10 +142,6 @@ class BatchFolder:
         with self._lock:
             self._wanted.setdefault(line.custom_id, (model_id, line))
 
-    @property
-    def wanted(self) -> int:
-        return len(self._wanted)
-
     def flush(self) -> tuple[Path | None, int, int]:
         """Write the wanted calls that are new as the next round (one file per model); returns
         (round folder or None, requests written, wanted calls still awaiting an earlier round)."""
