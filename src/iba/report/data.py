@@ -279,8 +279,6 @@ def load_report_data(
         ds = Dataset(d, answer_key=answer_keys[i] if answer_keys else None)
         did = dataset_id(ds)
         data.datasets[did] = ds
-        for iid, key in ds.answer_keys().items():
-            data.keys[(did, iid)] = key
-        for t in ds.instances:
-            data.tasks[(did, t.instance_id)] = t
+        data.keys.update({(did, iid): key for iid, key in ds.answer_keys().items()})
+        data.tasks.update({(did, t.instance_id): t for t in ds.instances})
     return data
