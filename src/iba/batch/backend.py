@@ -23,7 +23,6 @@ class BatchBackend(Backend):
         self.inner = inner
         self.folder = folder
         self.model_id = inner.model_id
-        self.deferred = 0  # calls deferred by this backend in this process
 
     @property
     def context_window(self) -> int:  # type: ignore[override]
@@ -55,7 +54,6 @@ class BatchBackend(Backend):
             raise cls(f"{self.model_id}: batch request {cid} failed ({len(failed)} result(s)): {failed[-1].problem()}",
                       attempts=len(failed))
         self.folder.want(self.model_id, line)
-        self.deferred += 1
         raise CallDeferred(cid)
 
     async def aclose(self) -> None:

@@ -75,7 +75,7 @@ class BatchFolder:
                 raise BatchError(f"{self.root}: exists and is not a folder")
             if self.root.exists() and any(self.root.iterdir()):
                 raise BatchError(f"{self.root}: exists, is not empty and is not a batch folder (no batch.json)")
-            atomic_write_text(meta, json.dumps({"format": FORMAT, "created": _now()}, indent=2) + "\n")
+            atomic_write_text(meta, json.dumps({"format": FORMAT, "created": utc_now()}, indent=2) + "\n")
         else:
             try:
                 fmt = json.loads(meta.read_text(encoding="utf-8")).get("format")
@@ -141,10 +141,6 @@ class BatchFolder:
     def want(self, model_id: str, line: RequestLine) -> None:
         with self._lock:
             self._wanted.setdefault(line.custom_id, (model_id, line))
-
-    @property
-    def wanted(self) -> int:
-        return len(self._wanted)
 
     def flush(self) -> tuple[Path | None, int, int]:
         """Write the wanted calls that are new as the next round (one file per model); returns
@@ -238,5 +234,5 @@ class BatchFolder:
                 ("answered", "awaiting", "new", "rejected", "given_up")}}
 
 
-def _now() -> str:
+def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from iba.batch.folder import BatchError, BatchFolder, read_lines
+from iba.batch.folder import BatchError, BatchFolder, read_lines, utc_now
 from iba.batch.lines import URL, RequestLine, ResultLine
 from iba.dataset import atomic_write_text
 
@@ -40,10 +39,6 @@ def submitted_path(request_file: Path) -> Path:
     return request_file.with_name(request_file.name.replace(".requests.jsonl", ".submitted.json"))
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def submit(folder: BatchFolder, api: Any) -> list[dict[str, Any]]:
     """Send every round file that has not been sent; returns what was sent."""
     sent = []
@@ -57,7 +52,7 @@ def submit(folder: BatchFolder, api: Any) -> list[dict[str, Any]]:
         batch = api.batches.create(input_file_id=upload.id, endpoint=URL, completion_window=WINDOW,
                                    metadata={"iba_round": f.parent.name, "iba_file": f.name})
         meta = {"batch_id": batch.id, "input_file_id": upload.id, "status": batch.status, "requests": n,
-                "submitted_at": _now(), "collected": False}
+                "submitted_at": utc_now(), "collected": False}
         atomic_write_text(marker, json.dumps(meta, indent=2) + "\n")
         sent.append({"file": str(f), **meta})
     return sent
@@ -109,7 +104,7 @@ def collect(folder: BatchFolder, api: Any) -> dict[str, Any]:
         if mine:
             folder.add_results(mine, f"collect-{f.parent.name}-{f.name.removesuffix('.requests.jsonl')}")
         meta["collected"] = True
-        meta["collected_at"] = _now()
+        meta["collected_at"] = utc_now()
         atomic_write_text(marker, json.dumps(meta, indent=2) + "\n")
         out["collected"] += 1
         out["results"] += len(mine)

@@ -75,6 +75,7 @@ def main(args: argparse.Namespace) -> int:
     from iba.retrieval.evaluate import RecallTable, gold_turns, ranked_lists, sample_users
     from iba.run.prompt_reach import ReachTable
     from iba.retrieval.index import HistoryIndex
+    from iba.retrieval.llm_expansion import llm_facet_queries
 
     try:
         args.embedder = embedder_from_args(args)
@@ -114,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             if gold:
                 index = HistoryIndex.build(history, args.embedder, Path(args.cache_dir), unit=args.unit)
-                queries = asyncio.run(_llm_queries(backend, task, args.seed)) if backend else None
+                queries = asyncio.run(llm_facet_queries(backend, task, args.seed))[0] if backend else None
                 table.add(ranked_lists(index, task, opts, queries, scenarios=scenarios), gold)
             else:
                 skipped += 1
@@ -146,10 +147,3 @@ def main(args: argparse.Namespace) -> int:
             cells = [f"{row[k]:.3f} ({row['n_' + k]})" if row["n_" + k] else "-" for k in ("slots", "checkpoints")]
             print(f"{row['agent']:<60}{row['budget']:>8}{cells[0]:>16}{cells[1]:>16}{row['tokens']:>8.0f}")
     return 0
-
-
-async def _llm_queries(backend, task, seed: int):
-    from iba.retrieval.llm_expansion import llm_facet_queries
-
-    queries, _ = await llm_facet_queries(backend, task, seed)
-    return queries

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from iba.adapters.prefeval_source import FORMS
 from iba.commands import fail
@@ -47,9 +46,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.source != "prefeval":
-        print(f"unknown source {args.source!r}", file=sys.stderr)
-        return 2
     from iba.adapters.prefeval import REPORT_FILE, import_prefeval
     from iba.adapters.prefeval_source import PrefEvalError
 

@@ -96,8 +96,6 @@ def main(args: argparse.Namespace) -> int:
         args.embedder = embedder_from_args(args)
     except (ValueError, RuntimeError) as e:
         return fail(e)
-    if args.overlap is not None and args.overlap < 0:
-        return fail("argument --overlap: must be >= 0")
     if args.executor != "ray" and args.ray_address:
         return fail("argument --ray-address: only with --executor ray")
     if args.users:
@@ -136,15 +134,12 @@ def main(args: argparse.Namespace) -> int:
                 turns_built += turns
             bar.update(sizes[user])
             bar.set_postfix(built=built, cached=cached)
-    except DatasetError as e:
-        bar.close()
-        return fail(e)
     except LLMError as e:  # an embeddings server that failed after its retries and failover
         bar.close()
         print(f"error: {e}\n{built} histories embedded before it are in the cache; rerun the same command to go on",
               file=sys.stderr)
         return 1
-    except RuntimeError as e:  # an embedder that cannot load (its package missing) says what to install
+    except (DatasetError, RuntimeError) as e:  # a bad history; an embedder that cannot load says what to install
         bar.close()
         return fail(e)
     bar.close()

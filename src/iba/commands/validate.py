@@ -38,9 +38,7 @@ def main(args: argparse.Namespace) -> int:
     if len(models) < 2:
         return fail("--annotators needs at least two model strings, e.g. m1,m2", "iba validate")
     try:
-        backends = {}
-        for m in dict.fromkeys(models):
-            backends[m] = backend_from_args(m, args)
+        backends = {m: backend_from_args(m, args) for m in dict.fromkeys(models)}
         annotators = [(f"{m}#{i + 1}" if models.count(m) > 1 else m, backends[m]) for i, m in enumerate(models)]
         report = asyncio.run(
             validate_dataset(

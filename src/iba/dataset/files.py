@@ -63,11 +63,11 @@ def write_jsonl(path: Path, records: Iterable[BaseModel | str]) -> int:
     return n
 
 
-def invalid(path: Path, lineno: int, model: type[BaseModel], e: ValidationError) -> DatasetError:
-    """The DatasetError of a record that does not validate: file:line, the model and its first problem."""
+def invalid(where: str, model: type[BaseModel], e: ValidationError) -> DatasetError:
+    """The DatasetError of a record that does not validate: `where` (file:line), the model and its first problem."""
     first = e.errors()[0]
     loc = ".".join(str(x) for x in first["loc"]) or "(record)"
-    return DatasetError(f"{path}:{lineno}: invalid {model.__name__}: {loc}: {first['msg']}")
+    return DatasetError(f"{where}: invalid {model.__name__}: {loc}: {first['msg']}")
 
 
 def read_jsonl_lines(path: Path, model: type[M]) -> Iterator[tuple[int, M]]:
@@ -94,7 +94,7 @@ def read_jsonl_lines(path: Path, model: type[M]) -> Iterator[tuple[int, M]]:
                 try:
                     record = model.model_validate_json(line)
                 except ValidationError as e:
-                    raise invalid(path, lineno, model, e) from None
+                    raise invalid(f"{path}:{lineno}", model, e) from None
                 yield lineno, record
         except OSError as e:
             raise DatasetError(f"{path}: read failed: {e.strerror or e}") from None

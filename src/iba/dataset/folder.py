@@ -14,7 +14,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from iba.dataset.files import DISTRACTORS, HIDDEN_FILES, PERSONA_STATES, DatasetError, read_jsonl, read_jsonl_lines
+from iba.dataset.files import (DISTRACTORS, HIDDEN_FILES, PERSONA_STATES, DatasetError, invalid, read_jsonl,
+                              read_jsonl_lines)
 from iba.dataset.histories import HistoryMemo, history_path
 from iba.dataset.keys import KeyIndex
 from iba.types.common import stable_hash
@@ -67,9 +68,7 @@ class Dataset:
         try:
             return Manifest.model_validate_json(text)
         except ValidationError as e:
-            first = e.errors()[0]
-            loc = ".".join(str(x) for x in first["loc"]) or "(record)"
-            raise DatasetError(f"{path}: invalid Manifest: {loc}: {first['msg']}") from None
+            raise invalid(str(path), Manifest, e) from None
 
     @property
     def name(self) -> str:

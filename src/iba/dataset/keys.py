@@ -81,7 +81,7 @@ class KeyIndex:
         except UnicodeDecodeError:
             return DatasetError(f"{self.path}:{lineno}: not valid UTF-8; save the file as UTF-8")
         except ValidationError as e:
-            return invalid(self.path, lineno, AnswerKey, e)
+            return invalid(f"{self.path}:{lineno}", AnswerKey, e)
 
     def get(self, instance_id: str) -> AnswerKey | None:
         """One instance's key, parsed from its line now; None when the file has none (a line

@@ -20,12 +20,6 @@ def task_kind(records: Iterable[ScoreRecord], key: AnswerKey | None = None) -> s
     return "call_api" if any(r.scorer == "slots" for r in records) else "generate"
 
 
-def _wanted(judges: Iterable[str] | None) -> set[str] | None:
-    if judges is None:
-        return None
-    return {j if j.startswith(JUDGE_PREFIX) else judge_scorer(j) for j in judges}
-
-
 def instance_score(kind: str, records: Iterable[ScoreRecord], judges: Iterable[str] | None = None) -> float | None:
     """The score in [0, 1] of one task run (one instance, one trial), or None if unscored.
 
@@ -40,7 +34,7 @@ def instance_score(kind: str, records: Iterable[ScoreRecord], judges: Iterable[s
     if kind == "call_api":
         slot = [r.score for r in records if r.scorer == "slots" and r.score is not None]
         return slot[0] if slot else None
-    return panel_score(records, _wanted(judges))
+    return panel_score(records, judges)
 
 
 def replicate_score(kind: str, records: Iterable[ScoreRecord], repeat: int, judge: str) -> float | None:

@@ -171,14 +171,8 @@ async def judge_checkpoints_batch(
     for item in obj.verdicts:
         by_id.setdefault(item.id.strip(), item)  # a repeated id: the first answer counts
     out = []
-    for c in checkpoints:
-        item = by_id.get(c.id)
-        if item is None:
-            out.append(Verdict(target=c.id, kind="checkpoint", judge=backend.model_id, repeat=repeat,
-                               passed=None, rationale="the judge gave no verdict for this checkpoint",
-                               prompt_hash=prompt.hash))
-        else:
-            out.append(Verdict(target=c.id, kind="checkpoint", judge=backend.model_id, repeat=repeat,
-                               passed=item.passed, rationale=item.rationale.strip()[:1000], prompt_hash=prompt.hash,
-                               answered_by=answered_by))
+    for v in unscored("the judge gave no verdict for this checkpoint", prompt.hash):
+        item = by_id.get(v.target)
+        out.append(v if item is None else v.model_copy(update={
+            "passed": item.passed, "rationale": item.rationale.strip()[:1000], "answered_by": answered_by}))
     return out, usage

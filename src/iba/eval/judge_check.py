@@ -287,17 +287,18 @@ async def judge_check(
     )
 
 
-def format_result(r: JudgeCheckResult) -> str:
-    def pct(x: float | None) -> str:
-        return "-" if x is None else f"{x:.2f}"
+def fmt_rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
 
+
+def format_result(r: JudgeCheckResult) -> str:
     rows = [
         ("judge", r.judge),
         ("cases", f"{r.n} ({r.n_compliant} compliant, {r.n_violations} violations; source {r.source}, seed {r.seed})"),
-        ("accuracy", pct(r.accuracy)),
-        ("pass rate on known violations", pct(r.violation_pass_rate) + ("  <- WARNING: passes known violations"
+        ("accuracy", fmt_rate(r.accuracy)),
+        ("pass rate on known violations", fmt_rate(r.violation_pass_rate) + ("  <- WARNING: passes known violations"
                                                                        if r.passes_violations else "")),
-        ("pass rate on compliant cases", pct(r.compliant_pass_rate) + ("  <- WARNING: fails compliant responses"
+        ("pass rate on compliant cases", fmt_rate(r.compliant_pass_rate) + ("  <- WARNING: fails compliant responses"
                                                                     if r.fails_compliant else "")),
         ("unscored", str(r.unscored) + (f" ({r.errored} judge calls failed)" if r.errored else "")),
         ("prompt", f"{r.prompt_template} {r.prompt_hash}"),

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from iba.eval.judge import JudgeSettings, judge_checkpoint, judge_checkpoints_batch
+from iba.eval.slots import mean_passed
 from iba.llm.base import Backend
 from iba.types import Checkpoint, ScoreRecord, Usage, Verdict
 
@@ -49,11 +50,6 @@ class PanelConfig:
     def settings(self, repeat: int) -> JudgeSettings:
         t = default_temperature(self.repeats) if self.temperature is None else self.temperature
         return JudgeSettings(max_tokens=self.max_tokens, temperature=t, seed=self.seed + repeat)
-
-
-def mean_passed(verdicts: Iterable[Verdict]) -> float | None:
-    scored = [v.passed for v in verdicts if v.passed is not None]
-    return sum(scored) / len(scored) if scored else None
 
 
 async def judge_pass(

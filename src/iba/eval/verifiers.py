@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from iba.eval.slots import mean_passed
 from iba.types import Checkpoint, ScoreRecord, Verdict, VerifierRef
 
 SCORER = "verifiers"
@@ -280,6 +281,4 @@ def score_verifiers(text: str, checkpoints: list[Checkpoint], *, run_key: str = 
     verdicts = [run_verifier(c.verifier, text, c.id) for c in checkpoints if c.verifier is not None]
     if not verdicts:
         return None
-    scored = [v.passed for v in verdicts if v.passed is not None]
-    return ScoreRecord(run_key=run_key, scorer=SCORER, repeat=0, verdicts=verdicts,
-                       score=sum(scored) / len(scored) if scored else None)
+    return ScoreRecord(run_key=run_key, scorer=SCORER, repeat=0, verdicts=verdicts, score=mean_passed(verdicts))

@@ -133,12 +133,6 @@ def qa_vs_task(data: ReportData) -> Series:
     return out
 
 
-def series_table(name: str, title: str, series: Series, note: str = "") -> Table:
-    xs = list(dict.fromkeys(x for pts in series.values() for x in pts))  # in first-seen order
-    rows = [[label] + [pts.get(x, (None, 0))[0] for x in xs] for label, pts in series.items()]
-    return Table(name, title, ["Agent (model)"] + xs, rows, note=note)
-
-
 def series_records(series: Series) -> list[dict]:
     """Long format for CSV: one dict per (row, point) with the value (x100) and its n."""
     return [{"row": label, "x": x, "value": v, "n": n} for label, pts in series.items() for x, (v, n) in pts.items()]
@@ -200,5 +194,5 @@ def _short(scorer: str) -> str:
     return scorer.removeprefix("judge:")
 
 
-__all__ = ["target_passes", "by_evidence", "by_constraints", "static_dynamic", "qa_vs_task", "series_table", "series_records",
+__all__ = ["target_passes", "by_evidence", "by_constraints", "static_dynamic", "qa_vs_task", "series_records",
            "agreement_table"]

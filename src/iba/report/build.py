@@ -124,7 +124,7 @@ def build_report(
     md += [f"![{caption}]({name})\n" for name, caption, _ in figures]
     _write(out / "report.md", "\n".join(md))
 
-    n_unscored = sum(1 for i in data.all_instances if i.score(data.judges) is None)
+    n_unscored = sum(1 for i in data.instances if i.score(data.judges) is None)
     n_failed = sum(1 for r in data.runs if r.status == "failed")
     summary = {
         "store": str(store_path),
@@ -136,7 +136,7 @@ def build_report(
                      f"{sum(r.status == 'errored' for r in data.runs)} errored, unscored)",
         "sandbox": sandbox,
         "QA runs": len(data.qa_runs),
-        "instances unscored": f"{n_unscored} of {len(data.all_instances)}",
+        "instances unscored": f"{n_unscored} of {len(data.instances)}",
         "compared": data.left_out_note(),
         "sample": data.sample_note() or "none recorded (no `iba run --sample` in this store)",
         "references": reference_note(data),

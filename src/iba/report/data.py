@@ -153,10 +153,6 @@ class ReportData:
         return out
 
     @cached_property
-    def all_instances(self) -> list[Instance]:
-        return self.instances
-
-    @cached_property
     def compared(self) -> list[Instance]:
         """The instances every table compares: those that *every* row has a score for (the
         intersection), so no row's mean is over an easier or smaller set than another's. An agent's
@@ -164,13 +160,13 @@ class ReportData:
         instances a row never ran, leave the comparison for every row: see `left_out`. A row with no
         scored instance at all (its scoring not done yet, every run errored) would empty the
         comparison for everyone: it is left out instead, and named (`rows_left_out`)."""
-        rows = {i.row for i in self.all_instances} - set(self.rows_left_out)
+        rows = {i.row for i in self.instances} - set(self.rows_left_out)
         scored: dict[tuple[str, str], set[RowKey]] = defaultdict(set)
-        for i in self.all_instances:
+        for i in self.instances:
             if i.score(self.judges) is not None:
                 scored[(i.dataset, i.instance_id)].add(i.row)
         common = {k for k, have in scored.items() if have >= rows} if rows else set()
-        return [i for i in self.all_instances if (i.dataset, i.instance_id) in common and i.row in rows]
+        return [i for i in self.instances if (i.dataset, i.instance_id) in common and i.row in rows]
 
     @cached_property
     def compared_scores(self) -> dict[RowKey, dict[tuple[str, str], float]]:
@@ -186,7 +182,7 @@ class ReportData:
     @cached_property
     def rows_left_out(self) -> list[RowKey]:
         """Rows without a single scored instance: outside the comparison, so the others keep theirs."""
-        scored = {i.row for i in self.all_instances if i.score(self.judges) is not None}
+        scored = {i.row for i in self.instances if i.score(self.judges) is not None}
         return [r for r in self.rows if r not in scored]
 
     @cached_property
@@ -196,8 +192,8 @@ class ReportData:
         score` judges it again), 'unscored' (no judge verdict could be read, or no scorer), 'not
         run' by this row, or 'another row' (this row scored it, some other row did not)."""
         kept = {(i.dataset, i.instance_id) for i in self.compared}
-        have = {(i.row, i.dataset, i.instance_id): i for i in self.all_instances}
-        ids = sorted({(i.dataset, i.instance_id) for i in self.all_instances} - kept)
+        have = {(i.row, i.dataset, i.instance_id): i for i in self.instances}
+        ids = sorted({(i.dataset, i.instance_id) for i in self.instances} - kept)
         out = []
         for ds, iid in ids:
             for row in [r for r in self.rows if r not in self.rows_left_out]:
@@ -283,8 +279,6 @@ def load_report_data(
         ds = Dataset(d, answer_key=answer_keys[i] if answer_keys else None)
         did = dataset_id(ds)
         data.datasets[did] = ds
-        for iid, key in ds.answer_keys().items():
-            data.keys[(did, iid)] = key
-        for t in ds.instances:
-            data.tasks[(did, t.instance_id)] = t
+        data.keys.update({(did, iid): key for iid, key in ds.answer_keys().items()})
+        data.tasks.update({(did, t.instance_id): t for t in ds.instances})
     return data

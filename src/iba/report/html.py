@@ -255,9 +255,8 @@ def render_page(
     parts.append('<p class="note">Open an instance to see the query, the action, its trace, every verdict with its '
                  "rationale, and the gold evidence turns highlighted in the user's history.</p>")
     histories: dict[tuple[str, str], list[Turn] | None] = {}
-    shown = 0
-    runs = [(inst, run) for inst in data.all_instances for run in inst.trials]
-    for inst, run in runs[:MAX_DRILLDOWN]:
+    runs = [(inst, run) for inst in data.instances for run in inst.trials]
+    for shown, (inst, run) in enumerate(runs[:MAX_DRILLDOWN]):
         hk = (inst.dataset, run.user_id)
         if hk not in histories:
             ds = data.datasets.get(inst.dataset)
@@ -267,8 +266,8 @@ def render_page(
                 histories[hk] = None
         # the first one starts open, so a reader sees what a drill-down holds
         parts.append(instance_html(inst, run, histories[hk], data.judges, open_=shown == 0))
-        shown += 1
-    if len(runs) > shown:
-        parts.append(f'<p class="note">{len(runs) - shown} more instance runs are not shown (limit {MAX_DRILLDOWN}).</p>')
+    if len(runs) > MAX_DRILLDOWN:
+        parts.append(f'<p class="note">{len(runs) - MAX_DRILLDOWN} more instance runs are not shown '
+                     f'(limit {MAX_DRILLDOWN}).</p>')
     parts.append("</main></body></html>")
     return "\n".join(parts)

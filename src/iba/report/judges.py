@@ -9,22 +9,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from iba.eval.judge_check import VIOLATION_PASS_WARN, JudgeCheckResult
+from iba.eval.judge_check import VIOLATION_PASS_WARN, JudgeCheckResult, fmt_rate
 from iba.eval.panel import JUDGE_PREFIX
 from iba.run.store import Store
-
-
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
 
 
 def judge_notes(store_path: str | Path, judge_scorers: list[str], agent_models: list[str]) -> list[str]:
     """One or more lines per judge scorer ("judge:<model_id>"), in the order given."""
     checks: dict[str, JudgeCheckResult] = {}
     if Path(store_path).exists():
-        with Store(store_path) as store:
-            for r in store.judge_checks():  # oldest first: the latest check of a judge wins
-                checks[r.judge] = r
+        with Store(store_path) as store:  # oldest first: the latest check of a judge wins
+            checks = {r.judge: r for r in store.judge_checks()}
     agents = set(agent_models)
     lines: list[str] = []
     for scorer in dict.fromkeys(judge_scorers):
@@ -35,8 +30,8 @@ def judge_notes(store_path: str | Path, judge_scorers: list[str], agent_models: 
             lines.append(f"{scorer}{label}: no judge-check stored")
             lines.append(f"WARNING: {scorer} is uncalibrated; run `iba judge-check {model} --store {store_path}`")
             continue
-        lines.append(f"{scorer}{label}: judge-check accuracy {_fmt(r.accuracy)}, pass rate on known violations "
-                     f"{_fmt(r.violation_pass_rate)}, on compliant cases {_fmt(r.compliant_pass_rate)} "
+        lines.append(f"{scorer}{label}: judge-check accuracy {fmt_rate(r.accuracy)}, pass rate on known violations "
+                     f"{fmt_rate(r.violation_pass_rate)}, on compliant cases {fmt_rate(r.compliant_pass_rate)} "
                      f"(n={r.n}, unscored {r.unscored}, cases {r.case_set_hash}, prompt {r.prompt_hash})")
         if r.violation_pass_rate is None:
             lines.append(f"WARNING: {scorer} scored none of its known violations in the judge-check")

@@ -19,7 +19,7 @@ def overall_lines(data: ReportData) -> list[str]:
     n = len({(i.dataset, i.instance_id) for i in data.compared})
     out = [f"overall, every row on the same {n} instance(s), x100 with a 95% bootstrap interval:"]
     for row in data.rows:
-        mine = [i for i in data.all_instances if i.row == row]
+        mine = [i for i in data.instances if i.row == row]
         failed = sum(any(r.status == "failed" for r in i.trials) for i in mine)
         errored = sum(any(r.status == "errored" for r in i.trials) for i in mine)
         unscored = sum(i.score(data.judges) is None and not any(r.status == "errored" for r in i.trials) for i in mine)

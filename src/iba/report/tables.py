@@ -342,20 +342,9 @@ def paired_table(data: ReportData) -> Table | None:
 
 
 def all_tables(data: ReportData) -> list[Table]:
-    out = [table4(data), ci_table(data)]
-    pt = paired_table(data)
-    if pt is not None:
-        out.append(pt)
-    at = attribution_table(data)
-    if at is not None:
-        out.append(at)
-    out.append(scenario_table(data))
-    abl = ablation_table(data)
-    if abl is not None:
-        out.append(abl)
-    out += table9(data)
-    out.append(cost_table(data))
-    return out
+    out = [table4(data), ci_table(data), paired_table(data), attribution_table(data), scenario_table(data),
+           ablation_table(data), *table9(data), cost_table(data)]
+    return [t for t in out if t is not None]
 
 
 __all__: list[str] = ["table4", "table4_cells", "scenario_table", "ablation_table", "table9", "cost_table",

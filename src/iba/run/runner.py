@@ -127,10 +127,6 @@ def _usage_of(action: Action | None, steps: Sequence[Any] = ()) -> Usage:
     return u
 
 
-def _prompt_hashes(action: Action | None) -> dict[str, str]:
-    return {s.prompt: s.prompt_hash for s in (action.trace if action else []) if s.prompt and s.prompt_hash}
-
-
 async def run_one(
     agent: Agent,
     spec: str,
@@ -181,7 +177,7 @@ async def run_one(
         partial_trace=partial if status == "failed" else [],
         usage=usage if usage is not None else _usage_of(action),
         latency_s=round(time.perf_counter() - t0, 3),
-        prompt_hashes=_prompt_hashes(action),
+        prompt_hashes={s.prompt: s.prompt_hash for s in (action.trace if action else []) if s.prompt and s.prompt_hash},
         started_at=started,
         sandbox=getattr(agent, "sandbox", None),
     )
@@ -271,11 +267,6 @@ def hidden_paths(ds: Dataset, cfg: RunConfig) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*ds.hidden_paths, *cfg.hidden]))
 
 
-def selection_debt(plan: Plan, store: Store) -> None:
-    """Count what the selection still owes into the summary (errored runs, errored judge calls)."""
-    plan.summary.errored_total, plan.summary.judge_errored = store.count_errored(plan.selection)
-
-
 async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, judges: Sequence[Backend] = ()) -> Plan:
     """The work list and its keys; --retry-errored, stale claims swept, stored keys skipped, and stored
     records that lack scores scored now. Every executor starts here, so their keys are the same."""
@@ -341,12 +332,6 @@ async def plan_run(ds: Dataset, model: str, store: Store, cfg: RunConfig, *, jud
 def claim_ttl(cfg: RunConfig) -> float:
     """A claim outlives the action's timeout and its scoring; after that another process may take it."""
     return cfg.timeout_s + 900.0
-
-
-def progress_bar(plan: Plan, cfg: RunConfig) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=len(plan.todo), desc=f"run {cfg.run}", unit="task", disable=not cfg.progress)
 
 
 async def finish(plan: Plan, rec: RunRecord, store: Store, cfg: RunConfig, bar: Any, *,
@@ -436,12 +421,14 @@ async def run_dataset(
     summary = plan.summary
     for spec in cfg.agents:  # fail fast on a bad agent spec, before any model work
         dispatch.agent(spec, 0)
+    from tqdm.auto import tqdm
+
     # memory agents run user by user, ingesting each history once (their own small code path)
     from iba.run import memory_runner
 
     memory_runner.check_tasks(ds, cfg.task(ds).instances(), cfg.agents, dispatch.agent)
     todo, groups = memory_runner.split(plan.todo, dispatch.agent)
-    bar = progress_bar(plan, cfg)
+    bar = tqdm(total=len(plan.todo), desc=f"run {cfg.run}", unit="task", disable=not cfg.progress)
 
     async def one(item: WorkItem, sem: asyncio.Semaphore) -> None:
         async with sem:  # claimed only at its turn: a claim made long before could expire while it waits
@@ -471,7 +458,8 @@ async def run_dataset(
     finally:
         bar.close()
         await dispatch.close()
-    selection_debt(plan, store)
+    # what the selection still owes, whenever it was stored: errored runs, errored judge calls
+    summary.errored_total, summary.judge_errored = store.count_errored(plan.selection)
     summary.wall_s = round(time.perf_counter() - plan.t_start, 2)
     return summary
 

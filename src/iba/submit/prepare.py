@@ -106,11 +106,6 @@ def _ingest_cost(records: list[Any]) -> IngestCost | None:
                       wall_s=round(sum(r.wall_s for r in records), 3), attempts=sum(r.attempts for r in records))
 
 
-def _judge_checks(store_path: Path) -> dict[str, Any]:
-    with Store(store_path) as store:
-        return {r.judge: r for r in store.judge_checks()}  # oldest first: the latest wins
-
-
 def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str | Path | None = None,
             runs: list[str] | None = None, judges: list[str] | None = None, submitter: Contact | None = None,
             organization: str | None = None, references: list[Reference] | None = None, notes: str = "",
@@ -120,15 +115,16 @@ def prepare(store_path: str | Path, dataset_dir: str | Path, *, answer_key: str 
     did = dataset_id(ds)
     data = load_report_data(store_path, [dataset_dir], runs=runs, judges=judges,
                             answer_keys=[answer_key] if answer_key else None)
-    mine = [i for i in data.all_instances if i.dataset == did]
+    mine = [i for i in data.instances if i.dataset == did]
     if not mine:
-        others = sorted({i.dataset for i in data.all_instances})
+        others = sorted({i.dataset for i in data.instances})
         raise ValueError(f"{store_path} holds no runs on dataset {did}" + (f" (it has: {', '.join(others)})" if others else ""))
     by_row: dict[Any, list[Instance]] = defaultdict(list)
     for inst in mine:
         by_row[inst.row].append(inst)
     all_ids = [t.instance_id for t in ds.instances]
-    checks = _judge_checks(Path(store_path))
+    with Store(store_path) as store:
+        checks = {r.judge: r for r in store.judge_checks()}  # oldest first: the latest wins
     judge_repeats: dict[str, int] = defaultdict(int)
     entries = []
     domains = sorted({t.domain for t in ds.instances})
