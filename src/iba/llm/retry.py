@@ -164,7 +164,6 @@ async def call_with_retries(
     policy: RetryPolicy,
     classify: Callable[[BaseException], Verdict],
     secrets: Iterable[str | None] = (),
-    on_retry: Callable[[int, float, BaseException], None] | None = None,
     passthrough: tuple[type[BaseException], ...] = (),
 ) -> T:
     """Run `fn` until it succeeds, an error is not retryable, or retries run out (-> LLMError)."""
@@ -187,11 +186,9 @@ async def call_with_retries(
             else:
                 final = None
                 wait = policy.delay(attempt, verdict.retry_after)
-                if on_retry is not None:
-                    on_retry(attempt, wait, exc)
-                else:  # a run that slows down should say why (redacted: logs are outputs too)
-                    log.warning("%s: %s (%s); retry %d/%d in %.1fs", model_id, verdict.reason or "error",
-                                type(exc).__name__, attempt, policy.max_retries, wait)
+                # a run that slows down should say why (redacted: logs are outputs too)
+                log.warning("%s: %s (%s); retry %d/%d in %.1fs", model_id, verdict.reason or "error",
+                            type(exc).__name__, attempt, policy.max_retries, wait)
         if final is not None:
             # Raised outside the except block: neither __cause__ nor __context__ keeps the provider
             # exception, which may carry the request and its Authorization header.
