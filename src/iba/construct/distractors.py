@@ -421,8 +421,3 @@ def anchor_counts(plans: list[PersonaPlan]) -> AnchorCounts:
                     c.exchanges += 1
                     c.named[d.scenario.id] += d.anchored
     return c
-
-
-def anchor_rates(plans: list[PersonaPlan]) -> dict[str, float]:
-    """AnchorCounts.rates over `plans` (a whole build)."""
-    return anchor_counts(plans).rates()

@@ -65,7 +65,7 @@ def run_shards(make: Callable[[int, Callable[[int], None]], Shard], n: int, prog
             total = parts[0][0]
             for part, _ in parts[1:]:
                 total = total + part
-            value = parts[0][1](total)  # the shards' own `finish` (a module-level function: pickled by name)
+            value = parts[0][1](total)  # the shards' own `finish` (a module or class attribute: pickled by name)
             for c in conns:
                 c.send(value)
         results = [first[1]] + [inbox.expect(i, "done") for i in range(1, n)]
