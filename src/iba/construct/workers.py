@@ -2,7 +2,7 @@
 
 A shard is a generator over its own share of the work. Where it needs something computed over the
 whole build (the evidence profile, the anchor rates), it yields `(part, finish)`: its part of the
-figure (anything with `+`) and the module-level function that turns the sum of all shards' parts
+figure (anything with `+`) and the function (of a module or a class) that turns the sum of all shards' parts
 into the value every shard then receives back. Shards run the same code on disjoint work and agree at
 those points, so the result does not depend on how many there are (the builder's test compares).
 
