@@ -14,6 +14,7 @@ Every step that decides (extract, align_slot, synthesize) reads an evidence view
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,12 +96,8 @@ class AlignmentTools(ToolState):
         memo: dict[str, np.ndarray] = self.__dict__.setdefault("_vectors", {})
         new = list(dict.fromkeys(t for t in texts if t not in memo))
         if new:
-            embedder = self.index.embedder  # type: ignore[union-attr]
-            store = TextVectors(self.env.cache_dir, embedder)
-            try:
+            with contextlib.closing(TextVectors(self.env.cache_dir, self.index.embedder)) as store:  # type: ignore[union-attr]
                 memo.update(zip(new, store.encode(new)))
-            finally:
-                store.close()
         return np.stack([memo[t] for t in texts])
 
     def room(self, name: str, **variables: Any) -> int:
