@@ -98,11 +98,7 @@ class Trace:
         self.steps.append(record.finish(time.perf_counter() - start, None))
 
     def usage(self) -> Usage:
-        return trace_usage(self.steps)
-
-
-def trace_usage(steps: Sequence[TraceStep]) -> Usage:
-    total = Usage()
-    for s in steps:
-        total = total.add(Usage.of_step(s))
-    return total
+        total = Usage()
+        for s in self.steps:
+            total = total.add(Usage.of_step(s))
+        return total
