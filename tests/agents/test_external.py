@@ -14,8 +14,7 @@ import pytest
 
 from iba.agents import sandbox as bwrap
 from iba.agents.base import AgentError
-from iba.agents.command import child_argv, child_env
-from iba.agents.external import ExternalAgent
+from iba.agents.external import ExternalAgent, child_argv, child_env
 from tests.agents.helpers import API_TASK, TEXT_TASK, env, small_history
 from tests.fakes import ScriptedBackend
 

@@ -26,11 +26,13 @@ from pydantic import ValidationError
 from iba.agents.answer import check_task
 from iba.agents.api_params import validate_params
 from iba.agents.base import AgentError, AgentUnavailable
-from iba.agents.command import (
+from iba.agents.command import (  # noqa: F401 - child_env, child_argv: imported from here too
     PIPE_GRACE_S,
     TAIL,
     CommandAgent,
     CommandOptions,
+    child_argv,
+    child_env,
     exit_of,
     kill_group,
     post,
