@@ -524,10 +524,8 @@ class DeepRetrieval:
         with self.trace.step("facet_retrieve", {"queries": queries, "slot_queries": [q for lbl, q in extra if lbl != "state"],
                                                 "k": self.o.k, "method": self.o.method}) as step:
             results = await asyncio.to_thread(index.search_many, [q for _, q in labelled], self.o.k, self.o.method)
-            new: list[Passage] = []
-            for (label, _), found in zip(labelled, results):
-                self.rankings.append((label, found))
-                new.extend(found)
+            self.rankings += [(label, found) for (label, _), found in zip(labelled, results)]
+            new = [p for found in results for p in found]
             step.outputs = {label: [p.chunk_id for p in found] for (label, _), found in zip(labelled, results)}
         return new
 
@@ -548,10 +546,8 @@ class DeepRetrieval:
         queries = feedback_queries(merge_rankings(self.rankings))
         with self.trace.step("feedback_retrieve", {"queries": [q for _, q in queries], "k": FEEDBACK_K}) as step:
             results = await asyncio.to_thread(index.search_many, [q for _, q in queries], FEEDBACK_K, self.o.method) if queries else []
-            new: list[Passage] = []
-            for (label, _), found in zip(queries, results):
-                self.rankings.append((label, found))
-                new.extend(found)
+            self.rankings += [(label, found) for (label, _), found in zip(queries, results)]
+            new = [p for found in results for p in found]
             step.outputs = [[p.chunk_id for p in found] for found in results]
         return new
 
