@@ -11,6 +11,7 @@ too, which is what the run store keeps.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import re
@@ -122,18 +123,14 @@ def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = 
     lower = {k.lower(): v for k, v in headers.items()}
     ms = lower.get("retry-after-ms")
     if ms is not None:
-        try:
+        with contextlib.suppress(ValueError):
             return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
     value = lower.get("retry-after")
     if value is None:
         return None
     value = value.strip()
-    try:
+    with contextlib.suppress(ValueError):
         return max(0.0, float(value))
-    except ValueError:
-        pass
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
