@@ -16,6 +16,7 @@ environment is the clean one the command gets.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -134,13 +135,11 @@ def _python_prefixes(exe: str) -> list[str]:
     cfg = os.path.join(prefix, "pyvenv.cfg")
     if os.path.isfile(cfg):
         out.append(prefix)
-        try:
+        with contextlib.suppress(OSError):
             for line in Path(cfg).read_text(encoding="utf-8", errors="replace").splitlines():
                 key, _, value = line.partition("=")
                 if key.strip() == "home" and value.strip():
                     out.append(os.path.dirname(value.strip()))  # home = <base prefix>/bin
-        except OSError:
-            pass
     elif any(Path(prefix, "lib").glob("python3*")):
         out.append(prefix)
     return out
