@@ -137,13 +137,10 @@ def _worker(make: Callable[[int, Callable[[int], None]], Shard], index: int, con
         conn.send(("part", (part, finish)))
         return conn.recv()
 
-    try:
-        shard = make(index, lambda k: conn.send(("progress", k)))
-        conn.send(("done", _drive(shard, ask_parent)))
-    except BaseException:  # noqa: BLE001 - everything goes back to the parent, which raises it
-        conn.send(("error", traceback.format_exc()))
-    finally:
-        conn.close()
+    def run() -> Any:
+        return _drive(make(index, lambda k: conn.send(("progress", k))), ask_parent)
+
+    _call(conn, run, (), {})  # its result, or its traceback, goes back to the parent
 
 
 class _Inbox:
