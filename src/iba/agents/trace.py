@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from pydantic import BaseModel
@@ -90,10 +90,8 @@ class Trace:
             # failed structured calls still cost tokens; count them
             record.completions.extend(getattr(exc, "completions", None) or [])
             self.steps.append(record.finish(time.perf_counter() - start, f"{type(exc).__name__}: {exc}"))
-            try:
+            with suppress(AttributeError):  # exceptions without a __dict__ take no attribute
                 exc.iba_trace = list(self.steps)  # type: ignore[attr-defined]
-            except AttributeError:  # pragma: no cover - exceptions without a __dict__
-                pass
             raise
         self.steps.append(record.finish(time.perf_counter() - start, None))
 
