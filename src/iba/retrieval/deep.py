@@ -283,10 +283,6 @@ class _SentenceIndex:
         return found
 
 
-def _sentence_index(index: HistoryIndex) -> _SentenceIndex:
-    return index.derived("user_sentences", lambda: _SentenceIndex(index))
-
-
 def fold_history_repeats(index: HistoryIndex, passages: Sequence[Passage], overlap: float = OVERLAP_DROP) -> list[Passage]:
     """Fold in the turns, anywhere in the history, where the user repeated a cue-bearing sentence of a passage.
 
@@ -295,7 +291,7 @@ def fold_history_repeats(index: HistoryIndex, passages: Sequence[Passage], overl
     latest mention without spending ten passage slots on copies. Only sentences of lines that carry
     a preference cue are followed (small talk repeats too), at most MAX_REPEATS turns per passage.
     """
-    sentences = _sentence_index(index)
+    sentences = index.derived("user_sentences", lambda: _SentenceIndex(index))
     out: list[Passage] = []
     taken: set[str] = {t for p in passages for t in p.turn_ids}
     for p in passages:
