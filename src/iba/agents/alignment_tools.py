@@ -37,7 +37,7 @@ from iba.agents.tool_state import ToolState
 from iba.prompts import Prompt, render
 from iba.retrieval.expansion import schema_terms
 from iba.retrieval.text_vectors import TextVectors
-from iba.retrieval.views import View, evidence_view, passage_text
+from iba.retrieval.views import View, evidence_view, passage_text, user_view
 from iba.types import TaskView
 
 
@@ -75,7 +75,7 @@ class AlignmentTools(ToolState):
                     step, "agent_compact", CompactEvidence, COMPACT_TOKENS, task=self.task,
                     passages=[passage_text(p, self.turns) for p in passages],
                     refs=[shown[p.chunk_id] for p in passages if p.chunk_id in shown],
-                    extra=[self.user_view(p) for p in passages if p.chunk_id not in shown],
+                    extra=[user_view(p, self.turns) for p in passages if p.chunk_id not in shown],
                 )
             step.outputs = self.compacted
         return self.compacted
