@@ -96,7 +96,8 @@ class AlignmentTools(ToolState):
         memo: dict[str, np.ndarray] = self.__dict__.setdefault("_vectors", {})
         new = list(dict.fromkeys(t for t in texts if t not in memo))
         if new:
-            with contextlib.closing(TextVectors(self.env.cache_dir, self.index.embedder)) as store:  # type: ignore[union-attr]
+            embedder = self.index.embedder  # type: ignore[union-attr]
+            with contextlib.closing(TextVectors(self.env.cache_dir, embedder)) as store:
                 memo.update(zip(new, store.encode(new)))
         return np.stack([memo[t] for t in texts])
 
