@@ -14,6 +14,7 @@ Every step that decides (extract, align_slot, synthesize) reads an evidence view
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,7 +37,7 @@ from iba.agents.tool_state import ToolState
 from iba.prompts import Prompt, render
 from iba.retrieval.expansion import schema_terms
 from iba.retrieval.text_vectors import TextVectors
-from iba.retrieval.views import View, evidence_view, passage_text
+from iba.retrieval.views import View, evidence_view, passage_text, user_view
 from iba.types import TaskView
 
 
@@ -74,7 +75,7 @@ class AlignmentTools(ToolState):
                     step, "agent_compact", CompactEvidence, COMPACT_TOKENS, task=self.task,
                     passages=[passage_text(p, self.turns) for p in passages],
                     refs=[shown[p.chunk_id] for p in passages if p.chunk_id in shown],
-                    extra=[self.user_view(p) for p in passages if p.chunk_id not in shown],
+                    extra=[user_view(p, self.turns) for p in passages if p.chunk_id not in shown],
                 )
             step.outputs = self.compacted
         return self.compacted
@@ -96,11 +97,8 @@ class AlignmentTools(ToolState):
         new = list(dict.fromkeys(t for t in texts if t not in memo))
         if new:
             embedder = self.index.embedder  # type: ignore[union-attr]
-            store = TextVectors(self.env.cache_dir, embedder)
-            try:
+            with contextlib.closing(TextVectors(self.env.cache_dir, embedder)) as store:
                 memo.update(zip(new, store.encode(new)))
-            finally:
-                store.close()
         return np.stack([memo[t] for t in texts])
 
     def room(self, name: str, **variables: Any) -> int:

@@ -1,8 +1,8 @@
 """The last LLM step every agent shares: a rendered prompt in, an Action's content out.
 
 Generate tasks get plain text. CallAPI tasks get JSON constrained to the task's API schema through
-`complete_json` (one corrective retry), then validated again against the schema (enum values,
-types, bounds); a reply that never validates raises, and the runner records the instance as errored.
+`complete_json` (one corrective retry), which validates it against the schema (enum values, types,
+bounds); a reply that never validates raises, and the runner records the instance as errored.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from iba.agents.api_params import params_model, validate_params
+from iba.agents.api_params import params_model
 from iba.agents.base import AgentError
 from iba.agents.trace import StepRecord
 from iba.llm.base import Backend
@@ -42,11 +42,7 @@ async def answer(
             backend, prompt.messages, params_model(schema), max_tokens=max_tokens or PARAMS_MAX_TOKENS, seed=seed, retries=1
         )
         step.llm(None, completions)
-        try:
-            params = validate_params(schema, obj.model_dump(exclude_none=True))
-        except ValueError as e:  # pragma: no cover - params_model already enforced the schema
-            raise AgentError(f"API params do not match the schema: {e}") from None
-        return {"params": params}
+        return {"params": obj.model_dump(exclude_none=True)}  # complete_json validated it against the schema
     comp = await backend.complete(prompt.messages, max_tokens=max_tokens or TEXT_MAX_TOKENS, seed=seed)
     step.llm(None, [comp])
     text = comp.text.strip()

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from iba.llm.structured import describe_errors
+
 SMALL_RANGE = 100
 _TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool}
 
@@ -70,7 +72,3 @@ def validate_params(api_schema: dict[str, Any], params: Any) -> dict[str, Any]:
     except ValidationError as e:
         raise ValueError(describe_errors(e)) from None
     return obj.model_dump(exclude_none=True)
-
-
-def describe_errors(e: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, err['loc'])) or '(root)'}: {err['msg']}" for err in e.errors())

@@ -18,6 +18,7 @@ answering (cannot start, a timeout, unreachable, HTTP 5xx) is the infrastructure
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -148,10 +149,8 @@ async def exit_of(proc: asyncio.subprocess.Process) -> None:
 def kill_group(proc: asyncio.subprocess.Process) -> None:
     """SIGKILL the command's whole process group (it leads its own session): the children and
     grandchildren it started die with it, and none keeps our pipes open."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is gone already
 
 
 class Command:

@@ -26,12 +26,11 @@ from pydantic import ValidationError
 from iba.agents.answer import check_task
 from iba.agents.api_params import validate_params
 from iba.agents.base import AgentError, AgentUnavailable
-from iba.agents.command import (  # noqa: F401 - child_env, child_argv, ReplyTooLarge: imported from here too
+from iba.agents.command import (  # noqa: F401 - child_env, child_argv: imported from here too
     PIPE_GRACE_S,
     TAIL,
     CommandAgent,
     CommandOptions,
-    ReplyTooLarge,
     child_argv,
     child_env,
     exit_of,
@@ -40,10 +39,6 @@ from iba.agents.command import (  # noqa: F401 - child_env, child_argv, ReplyToo
     too_large,
 )
 from iba.types import Action, TaskView, TraceStep, Turn
-
-
-class ExternalOptions(CommandOptions):
-    pass
 
 
 def request_json(task: TaskView, history: list[Turn]) -> bytes:
@@ -79,8 +74,8 @@ def check_action(action: Action, task: TaskView, where: str) -> Action:
 class ExternalAgent(CommandAgent):
     name = "external"
     uses_model = False  # a third-party program with its own model: --model is not what it runs on
-    options_model = ExternalOptions
-    opts: ExternalOptions
+    options_model = CommandOptions
+    opts: CommandOptions
 
     async def act(self, task: TaskView, history: list[Turn]) -> Action:
         check_task(task)

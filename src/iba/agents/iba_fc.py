@@ -31,6 +31,7 @@ from iba.agents.preferences import preference_lines
 from iba.agents.toolkit import Toolkit
 from iba.agents.trace import Trace
 from iba.llm.base import ToolCall, ToolSpec
+from iba.llm.structured import describe_errors
 from iba.llm.toolcalls import assistant_message, tool_result_message
 from iba.prompts import Prompt, render
 from iba.retrieval.views import CUT
@@ -237,5 +238,4 @@ def _args(model: type[BaseModel], args: dict[str, Any], tool: str) -> Any:
     try:
         return model.model_validate(args)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or '(root)'}: {err['msg']}" for err in e.errors())
-        raise ToolArgError(f"bad arguments for {tool}: {problems}") from None
+        raise ToolArgError(f"bad arguments for {tool}: {describe_errors(e)}") from None

@@ -17,6 +17,7 @@ SIGHUP: an OOM kill, an operator) is an infrastructure fault, any other death it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import signal
@@ -293,15 +294,11 @@ class ProcessSession(MemorySession):
         if proc is not None:
             if proc.stdin is not None and not proc.stdin.is_closing():
                 proc.stdin.close()  # end of messages: a well-behaved memory exits now
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(exit_of(proc), CLOSE_GRACE_S)
-            except TimeoutError:
-                pass
             kill_group(proc)  # its children too
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(exit_of(proc), PIPE_GRACE_S)
-            except TimeoutError:
-                pass
             task = getattr(self, "_stderr_task", None)
             if task is not None:
                 try:

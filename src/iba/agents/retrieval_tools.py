@@ -59,7 +59,7 @@ class DeepRetrievalTools(ToolState):
     async def _llm_score(self, cands: list[Passage], pool: CandidatePool, step: StepLike) -> list[SalienceScore]:
         """Table 12 by the model: all candidates in one call (`llm`) or one call each (`each`, the naive
         baseline), each shown as the user's own lines of the passage, cut turns marked."""
-        shown = [self.user_view(p) for p in cands]
+        shown = [user_view(p, self.turns) for p in cands]
         if self.o.reranker == "each":
             scores = []
             for text in shown:  # same template, one passage per call: the scores do not see each other
@@ -72,10 +72,6 @@ class DeepRetrievalTools(ToolState):
         reply = await self.chained(step, "agent_salience", salience_reply_model(n),
                                    SALIENCE_TOKENS_PER_PASSAGE * n + 40, task=self.task, passages=shown, n=n)
         return [SalienceScore(relevance=s.relevance, signal=s.signal) for s in reply.scores]
-
-    def user_view(self, p: Passage) -> str:
-        """A passage as the user's own dated lines (what Table 12 scores), cut turns marked."""
-        return user_view(p, self.turns)
 
     async def plain_retrieve(self) -> list[Passage]:
         """Ablation "w/o Deep Retrieval": the task's top-3 dense passages are the evidence."""

@@ -16,6 +16,7 @@ environment is the clean one the command gets.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -25,7 +26,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from iba.dataset import HIDDEN_FILES
+from iba.dataset import HIDDEN_FILES  # a folder holding one of these is a dataset's (or a held-back key's)
 
 # Where the private writable directory appears inside the sandbox (its cwd and $HOME); /tmp is a
 # private tmpfs. Not /tmp itself: the command's own files may live under the host's /tmp.
@@ -43,7 +44,6 @@ ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "local
              "passwd", "group", "nsswitch.conf", "mime.types", "ssl", "ca-certificates", "ca-certificates.conf",
              "protocols", "services")
 ETC_NETWORK_FILES = ("resolv.conf", "hosts", "host.conf", "gai.conf")
-HIDDEN_NAMES = HIDDEN_FILES  # a folder holding one of these is a dataset's (or a held-back key's)
 
 _PYTHON = re.compile(r"python[\d.]*$")
 
@@ -135,13 +135,11 @@ def _python_prefixes(exe: str) -> list[str]:
     cfg = os.path.join(prefix, "pyvenv.cfg")
     if os.path.isfile(cfg):
         out.append(prefix)
-        try:
+        with contextlib.suppress(OSError):
             for line in Path(cfg).read_text(encoding="utf-8", errors="replace").splitlines():
                 key, _, value = line.partition("=")
                 if key.strip() == "home" and value.strip():
                     out.append(os.path.dirname(value.strip()))  # home = <base prefix>/bin
-        except OSError:
-            pass
     elif any(Path(prefix, "lib").glob("python3*")):
         out.append(prefix)
     return out
@@ -237,11 +235,11 @@ def check_binds(paths: Iterable[str], hidden: Iterable[str | os.PathLike[str]]) 
             raise SandboxError(f"the sandbox would show {p} to the agent, and it holds {hit[0]}, a hard link of "
                                f"{hit[1]}, which agents must never see; move the agent's files out of that folder")
         if os.path.isdir(real):
-            for name in HIDDEN_NAMES:
+            for name in HIDDEN_FILES:
                 if os.path.exists(os.path.join(real, name)):
                     raise SandboxError(f"the sandbox would show {p} to the agent, and it holds {name} (a dataset "
                                        "folder); move the agent's files out of that folder")
-        elif os.path.basename(real) in HIDDEN_NAMES:
+        elif os.path.basename(real) in HIDDEN_FILES:
             raise SandboxError(f"the sandbox would show {p} to the agent: agents never see {os.path.basename(real)}")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from pydantic import BaseModel
@@ -90,19 +90,13 @@ class Trace:
             # failed structured calls still cost tokens; count them
             record.completions.extend(getattr(exc, "completions", None) or [])
             self.steps.append(record.finish(time.perf_counter() - start, f"{type(exc).__name__}: {exc}"))
-            try:
+            with suppress(AttributeError):  # exceptions without a __dict__ take no attribute
                 exc.iba_trace = list(self.steps)  # type: ignore[attr-defined]
-            except AttributeError:  # pragma: no cover - exceptions without a __dict__
-                pass
             raise
         self.steps.append(record.finish(time.perf_counter() - start, None))
 
     def usage(self) -> Usage:
-        return trace_usage(self.steps)
-
-
-def trace_usage(steps: Sequence[TraceStep]) -> Usage:
-    total = Usage()
-    for s in steps:
-        total = total.add(Usage.of_step(s))
-    return total
+        total = Usage()
+        for s in self.steps:
+            total = total.add(Usage.of_step(s))
+        return total

@@ -157,14 +157,6 @@ class _ShardOut:
     with_states: int = 0  # personas with transient states
 
 
-def _finish_profile(c: distractors_mod.ProfileCounts) -> distractors_mod.Profile:
-    return c.profile()
-
-
-def _finish_anchors(c: distractors_mod.AnchorCounts) -> dict[str, float]:
-    return c.rates()
-
-
 def _shard(job: _Job, index: int, work: list[Work], progress: Callable[[int], None]) -> Shard:
     """Plan, write and label the personas of `work` (see iba.construct.workers: the yields are the
     points where the shards agree on the whole build's evidence profile and anchor rates)."""
@@ -172,9 +164,9 @@ def _shard(job: _Job, index: int, work: list[Work], progress: Callable[[int], No
     plans = [plan_persona(p, scen, taxonomy, knobs, job.counts, spans) for p, scen, knobs, spans in work]
     rates = None
     if job.distractors:  # after all personas: distractors follow the whole build's evidence profile
-        prof = yield distractors_mod.profile_counts(plans, taxonomy), _finish_profile
+        prof = yield distractors_mod.profile_counts(plans, taxonomy), distractors_mod.ProfileCounts.profile
         distractors_mod.add_distractors(seed, plans, taxonomy, prof)
-        rates = yield distractors_mod.anchor_counts(plans), _finish_anchors
+        rates = yield distractors_mod.anchor_counts(plans), distractors_mod.AnchorCounts.rates
     params: dict[str, Any] = {}
     if job.writer == "procedural":
         proc = ProceduralWriter(seed, anchor_rates=rates, version=job.generator)

@@ -31,6 +31,7 @@ from itertools import accumulate
 import yaml
 
 from iba.construct import evidence_bank as bank
+from iba.construct.ground_truth import static_values
 from iba.construct.plan_types import DistractorItem, InstancePlan, PersonaPlan, Reveal, SessionPlan
 from iba.construct.rng import ChangingWeights, weighted_choice
 from iba.types import Dimension, PreferenceValue, Scenario, Taxonomy
@@ -121,10 +122,6 @@ def own_pool(taxonomy: Taxonomy, task_scenarios: list[Scenario]) -> list[tuple[S
                 continue
             out.append((s, d, d.id in taken_dims or not taken_anchored.isdisjoint(anchored.get(dotted, none))))
     return out
-
-
-def static_values(dim: Dimension) -> list[PreferenceValue]:
-    return [v for v in dim.values if not v.dynamic]
 
 
 def _reveal(rng: random.Random, dim: Dimension, value: PreferenceValue) -> Reveal:
@@ -421,8 +418,3 @@ def anchor_counts(plans: list[PersonaPlan]) -> AnchorCounts:
                     c.exchanges += 1
                     c.named[d.scenario.id] += d.anchored
     return c
-
-
-def anchor_rates(plans: list[PersonaPlan]) -> dict[str, float]:
-    """AnchorCounts.rates over `plans` (a whole build)."""
-    return anchor_counts(plans).rates()

@@ -80,7 +80,7 @@ def plan_states(
     return spans
 
 
-def _static(dim: Dimension) -> list[PreferenceValue]:
+def static_values(dim: Dimension) -> list[PreferenceValue]:
     return [v for v in dim.values if not v.dynamic]
 
 
@@ -98,7 +98,7 @@ def _choose_values(
                 Constraint(dimension=d, expected=d.value(v.to_value), kind="dynamic", superseded=d.value(v.from_value))
             )
         else:
-            out.append(Constraint(dimension=d, expected=rng.choice(_static(d))))
+            out.append(Constraint(dimension=d, expected=rng.choice(static_values(d))))
     return out
 
 
@@ -182,7 +182,7 @@ def plan_instance(
         span_of[d.id] = span
         c = Constraint(dimension=d, expected=value, source="state", state=span.state)
         if force_conflict or rng.random() < CONFLICT_PROB:
-            c.superseded = rng.choice([v for v in _static(d) if v.id != value.id])
+            c.superseded = rng.choice([v for v in static_values(d) if v.id != value.id])
         constraints.append(c)
         mentions.extend(m for m in span.mentions if m not in mentions)
     constraints.sort(key=lambda c: order[c.dimension.id])

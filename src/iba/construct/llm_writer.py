@@ -117,7 +117,7 @@ class LLMWriter:
         self.progress = progress
         self.scope = scope
         # how often an evidence turn names its scenario (the build's matched rates, see
-        # distractors.anchor_rates), so that naming it tells evidence from distractors no better than chance
+        # distractors.AnchorCounts.rates), so that naming it tells evidence from distractors no better than chance
         self.anchor_rates = anchor_rates
         self.fallback = ProceduralWriter(seed)
         self.journal: Journal | None = None

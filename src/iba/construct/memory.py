@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 
 
@@ -10,9 +11,7 @@ def release_free_memory() -> None:
     phase that follows does not stack on the last one's high-water mark, and a worker forked next
     does not inherit them. A no-op where there is no glibc."""
     gc.collect()
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         import ctypes
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass

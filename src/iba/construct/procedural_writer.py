@@ -27,7 +27,7 @@ class ProceduralWriter:
         self.version = version  # 3: coherent exchanges (iba.construct.coherent); 2: as built before
         # how often an evidence turn names its scenario, per scenario (default ANCHOR_PROB);
         # distractors name theirs only when they must, and the builder sets these rates so that a
-        # named scenario tells neither apart (distractors.anchor_rates)
+        # named scenario tells neither apart (distractors.AnchorCounts.rates)
         self.anchor_rates = anchor_rates
         self.spans: dict[str, Spans] = {}  # item key -> spans of its cues in its labelled turn
         self._voice: tuple[str, Voice] | None = None

@@ -2,7 +2,7 @@
 
 A shard is a generator over its own share of the work. Where it needs something computed over the
 whole build (the evidence profile, the anchor rates), it yields `(part, finish)`: its part of the
-figure (anything with `+`) and the module-level function that turns the sum of all shards' parts
+figure (anything with `+`) and the function (of a module or a class) that turns the sum of all shards' parts
 into the value every shard then receives back. Shards run the same code on disjoint work and agree at
 those points, so the result does not depend on how many there are (the builder's test compares).
 
@@ -65,7 +65,7 @@ def run_shards(make: Callable[[int, Callable[[int], None]], Shard], n: int, prog
             total = parts[0][0]
             for part, _ in parts[1:]:
                 total = total + part
-            value = parts[0][1](total)  # the shards' own `finish` (a module-level function: pickled by name)
+            value = parts[0][1](total)  # the shards' own `finish` (a module or class attribute: pickled by name)
             for c in conns:
                 c.send(value)
         results = [first[1]] + [inbox.expect(i, "done") for i in range(1, n)]
@@ -137,13 +137,10 @@ def _worker(make: Callable[[int, Callable[[int], None]], Shard], index: int, con
         conn.send(("part", (part, finish)))
         return conn.recv()
 
-    try:
-        shard = make(index, lambda k: conn.send(("progress", k)))
-        conn.send(("done", _drive(shard, ask_parent)))
-    except BaseException:  # noqa: BLE001 - everything goes back to the parent, which raises it
-        conn.send(("error", traceback.format_exc()))
-    finally:
-        conn.close()
+    def run() -> Any:
+        return _drive(make(index, lambda k: conn.send(("progress", k))), ask_parent)
+
+    _call(conn, run, (), {})  # its result, or its traceback, goes back to the parent
 
 
 class _Inbox:

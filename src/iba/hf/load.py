@@ -21,7 +21,7 @@ from typing import Any
 from iba.dataset import Dataset, DatasetError, atomic_write_text, write_dataset
 from iba.hf import HFError, require_pyarrow
 from iba.hf.export import MANIFEST
-from iba.hf.tables import ANSWER_KEY, DISTRACTORS, HISTORIES, INSTANCES, PERSONA_STATES, PERSONAS, Config, parquet_path
+from iba.hf.tables import CONFIGS, Config, parquet_path
 from iba.types import Manifest, Turn
 
 _HUB_ID = re.compile(r"^hf:([A-Za-z0-9][\w.-]*/[\w.-]+)$")
@@ -76,8 +76,7 @@ def materialise(export: Path, target: Path) -> Path:
         manifest = Manifest.model_validate_json((export / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise HFError(f"{export / MANIFEST}: not a valid IBA manifest: {str(e).splitlines()[0]}") from None
-    configs = {c.name: read_config(export, c) for c in (INSTANCES, HISTORIES, PERSONAS, ANSWER_KEY, DISTRACTORS,
-                                                       PERSONA_STATES)}
+    configs = {c.name: read_config(export, c) for c in CONFIGS}
     for required in ("instances", "histories", "personas"):
         if configs[required] is None:
             raise HFError(f"{export}: no {parquet_path(required)}; not a complete export")

@@ -241,10 +241,7 @@ class OpenAICompatBackend(Backend):
             raise
         except json.JSONDecodeError as e:
             raise not_json(e) from None
-        return self._completion(resp, tools, request["max_tokens"])
-
-    def _completion(self, resp: Any, tools: list[ToolSpec] | None, max_tokens: int) -> Completion:
-        return parse_chat_completion(resp, tools, max_tokens, self.model_id)
+        return parse_chat_completion(resp, tools, request["max_tokens"], self.model_id)
 
     def _client_for(self, ep: Endpoint) -> Any:
         """The SDK client of endpoint `ep`; new ones per event loop (a connection pool is bound to

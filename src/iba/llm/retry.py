@@ -11,6 +11,7 @@ too, which is what the run store keeps.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import re
@@ -122,18 +123,14 @@ def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = 
     lower = {k.lower(): v for k, v in headers.items()}
     ms = lower.get("retry-after-ms")
     if ms is not None:
-        try:
+        with contextlib.suppress(ValueError):
             return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
     value = lower.get("retry-after")
     if value is None:
         return None
     value = value.strip()
-    try:
+    with contextlib.suppress(ValueError):
         return max(0.0, float(value))
-    except ValueError:
-        pass
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -164,7 +161,6 @@ async def call_with_retries(
     policy: RetryPolicy,
     classify: Callable[[BaseException], Verdict],
     secrets: Iterable[str | None] = (),
-    on_retry: Callable[[int, float, BaseException], None] | None = None,
     passthrough: tuple[type[BaseException], ...] = (),
 ) -> T:
     """Run `fn` until it succeeds, an error is not retryable, or retries run out (-> LLMError)."""
@@ -187,11 +183,9 @@ async def call_with_retries(
             else:
                 final = None
                 wait = policy.delay(attempt, verdict.retry_after)
-                if on_retry is not None:
-                    on_retry(attempt, wait, exc)
-                else:  # a run that slows down should say why (redacted: logs are outputs too)
-                    log.warning("%s: %s (%s); retry %d/%d in %.1fs", model_id, verdict.reason or "error",
-                                type(exc).__name__, attempt, policy.max_retries, wait)
+                # a run that slows down should say why (redacted: logs are outputs too)
+                log.warning("%s: %s (%s); retry %d/%d in %.1fs", model_id, verdict.reason or "error",
+                            type(exc).__name__, attempt, policy.max_retries, wait)
         if final is not None:
             # Raised outside the except block: neither __cause__ nor __context__ keeps the provider
             # exception, which may carry the request and its Authorization header.

@@ -35,14 +35,18 @@ class StructuredOutputError(LLMError):
         self.completions = completions
 
 
+def describe_errors(e: ValidationError) -> str:
+    """A validation error's problems in one line: `loc: msg; ...` ((root) for the object itself)."""
+    return "; ".join(f"{'.'.join(map(str, err['loc'])) or '(root)'}: {err['msg']}" for err in e.errors())
+
+
 def parse_reply(text: str, schema: type[M]) -> M:
     """Validate a reply (tolerating fences and leading prose); raises ValueError with the reason."""
     obj = extract_json_object(text)
     try:
         return schema.model_validate(obj)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or '(root)'}: {err['msg']}" for err in e.errors())
-        raise ValueError(f"the JSON does not match the schema: {problems}") from None
+        raise ValueError(f"the JSON does not match the schema: {describe_errors(e)}") from None
 
 
 async def complete_json(

@@ -283,10 +283,6 @@ class _SentenceIndex:
         return found
 
 
-def _sentence_index(index: HistoryIndex) -> _SentenceIndex:
-    return index.derived("user_sentences", lambda: _SentenceIndex(index))
-
-
 def fold_history_repeats(index: HistoryIndex, passages: Sequence[Passage], overlap: float = OVERLAP_DROP) -> list[Passage]:
     """Fold in the turns, anywhere in the history, where the user repeated a cue-bearing sentence of a passage.
 
@@ -295,7 +291,7 @@ def fold_history_repeats(index: HistoryIndex, passages: Sequence[Passage], overl
     latest mention without spending ten passage slots on copies. Only sentences of lines that carry
     a preference cue are followed (small talk repeats too), at most MAX_REPEATS turns per passage.
     """
-    sentences = _sentence_index(index)
+    sentences = index.derived("user_sentences", lambda: _SentenceIndex(index))
     out: list[Passage] = []
     taken: set[str] = {t for p in passages for t in p.turn_ids}
     for p in passages:
@@ -524,10 +520,8 @@ class DeepRetrieval:
         with self.trace.step("facet_retrieve", {"queries": queries, "slot_queries": [q for lbl, q in extra if lbl != "state"],
                                                 "k": self.o.k, "method": self.o.method}) as step:
             results = await asyncio.to_thread(index.search_many, [q for _, q in labelled], self.o.k, self.o.method)
-            new: list[Passage] = []
-            for (label, _), found in zip(labelled, results):
-                self.rankings.append((label, found))
-                new.extend(found)
+            self.rankings += [(label, found) for (label, _), found in zip(labelled, results)]
+            new = [p for found in results for p in found]
             step.outputs = {label: [p.chunk_id for p in found] for (label, _), found in zip(labelled, results)}
         return new
 
@@ -548,10 +542,8 @@ class DeepRetrieval:
         queries = feedback_queries(merge_rankings(self.rankings))
         with self.trace.step("feedback_retrieve", {"queries": [q for _, q in queries], "k": FEEDBACK_K}) as step:
             results = await asyncio.to_thread(index.search_many, [q for _, q in queries], FEEDBACK_K, self.o.method) if queries else []
-            new: list[Passage] = []
-            for (label, _), found in zip(queries, results):
-                self.rankings.append((label, found))
-                new.extend(found)
+            self.rankings += [(label, found) for (label, _), found in zip(queries, results)]
+            new = [p for found in results for p in found]
             step.outputs = [[p.chunk_id for p in found] for found in results]
         return new
 

