@@ -117,7 +117,7 @@ class AlignmentTools(ToolState):
     async def extract_preferences(self) -> ResolvedPreferences:
         """Asked for / corrected / rejected / repeatedly chose / recently updated, then latest wins."""
         evidence, view = await self.extract_evidence()
-        inputs = {"evidence": evidence} | (_view_brief(view) if view else {})
+        inputs = {"evidence": evidence} | (view_brief(view) if view else {})
         with self.trace.step("extract_preferences", inputs) as step:
             if not evidence:
                 extracted = ExtractedPreferences(preferences=[])
@@ -154,7 +154,7 @@ class AlignmentTools(ToolState):
         slots: list[SlotChoice] = []
         for (name, description, values), view in await self.slot_views():
             evidence = view.lines
-            with self.trace.step("align_slot", {"param": name, "values": list(values), "evidence": evidence} | _view_brief(view)) as step:
+            with self.trace.step("align_slot", {"param": name, "values": list(values), "evidence": evidence} | view_brief(view)) as step:
                 reply, _ = await self.ask(step, slot_prompt(self.task, evidence, name, description, values),
                                           slot_reply_model(values), self._cap(SLOT_TOKENS))
                 step.outputs = {"param": name, "value": reply.value}  # type: ignore[attr-defined]
@@ -173,6 +173,6 @@ class AlignmentTools(ToolState):
         return await self.align_plan()
 
 
-def _view_brief(view: View) -> dict[str, Any]:
+def view_brief(view: View) -> dict[str, Any]:
     """What a trace keeps of a view besides its lines: the turns shown, those cut, what was left out."""
     return {"view": {"turns": view.turn_ids, "cut": view.cut, "tokens": view.tokens, "left_out": view.left_out}}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from iba.agents.alignment_tools import AlignmentTools, _view_brief
+from iba.agents.alignment_tools import AlignmentTools, view_brief
 from iba.agents.api_params import validate_params
 from iba.agents.answer import PARAMS_MAX_TOKENS, TEXT_MAX_TOKENS, answer, schema_text
 from iba.agents.preferences import preference_lines
@@ -56,7 +56,7 @@ class Toolkit(DeepRetrievalTools, AlignmentTools):
         prefs = preference_lines(self.preferences) if self.preferences else []
         prompt, view = await self.synthesis_prompt(mode, instructions)
         inputs = {"mode": mode, "plan": self.plan.lines() if self.plan else [], "preferences": prefs,
-                  "passages": [p.chunk_id for p in self.evidence], "instructions": instructions} | _view_brief(view)
+                  "passages": [p.chunk_id for p in self.evidence], "instructions": instructions} | view_brief(view)
         with self.trace.step("synthesize", inputs) as step:
             result = await answer(self.backend, prompt, self.task, step, seed=self.env.seed, max_tokens=self.o.max_tokens)
             if self.o.align == "slots" and self.plan is not None and "params" in result:
