@@ -84,8 +84,10 @@ class _Talker(Agent):
     name = "talker"
 
     async def act(self, task: TaskView, history: list[Turn]) -> Action:
-        c = await self.env.backend.complete([{"role": "user", "content": "Count from 1 to 5000, one number per line."}],
-                                            max_tokens=4000)
+        # a prompt the 135M model does not end early: "count to 5000" stopped at 121 tokens (1 s on a fast
+        # box, so the 1 s timeout could miss it); this one runs to max_tokens (~60 s for 4000 on 2 cores)
+        prompt = "Repeat the word 'apple' 3000 times, separated by spaces."
+        c = await self.env.backend.complete([{"role": "user", "content": prompt}], max_tokens=4000)
         return Action(kind="generate", text=c.text)
 
 
@@ -103,6 +105,6 @@ def test_timeout_stops_llama_decoding(smollm_backend):
         return rec.status, time.monotonic() - t0
 
     status, wait = asyncio.run(main())
-    assert status == "errored"
+    assert status == "errored", "the generation ended within the 1 s timeout: the prompt no longer makes it long"
     # decoding 4000 tokens takes tens of seconds on 2 cores; a stopped one frees the model at once
     assert wait < 10.0, f"the next call waited {wait:.1f}s for the cancelled generation"
